@@ -1,0 +1,38 @@
+// Server and schema bookkeeping: versions, the transaction clock, migrations.
+
+// name: admin.server_info
+CALL dbms.components() YIELD name, versions, edition
+RETURN name, versions[0] AS version, edition
+
+// name: admin.schema_version
+OPTIONAL MATCH (s:GraphmemSchema {id: 'graphmem'})
+RETURN coalesce(s.version, 0) AS version
+
+// name: admin.record_schema_version
+// Only ever moves forward, so two processes migrating at once agree on the result.
+MERGE (s:GraphmemSchema {id: 'graphmem'})
+ON CREATE SET s.version = $version, s.applied_at = datetime()
+ON MATCH SET s.version = CASE WHEN s.version < $version THEN $version ELSE s.version END,
+             s.applied_at = CASE WHEN s.version < $version THEN datetime() ELSE s.applied_at END
+RETURN s.version AS version
+
+// name: admin.ensure_clock
+MERGE (c:GraphmemClock {id: 'tx'})
+ON CREATE SET c.last = datetime('1970-01-01T00:00:00Z')
+RETURN c.last AS last
+
+// name: admin.constraints_and_indexes
+SHOW INDEXES YIELD name, type, labelsOrTypes, properties, state
+WHERE name STARTS WITH 'graphmem_'
+RETURN name, type, labelsOrTypes AS labels, properties, state
+ORDER BY name
+
+// name: admin.tick
+// Transaction time for one write transaction. Setting `lock` first takes the clock
+// node's write lock, so every write transaction is serialised here: recorded_at is
+// monotonic per database and two writers to one key can never interleave.
+MATCH (c:GraphmemClock {id: 'tx'})
+SET c.lock = true
+WITH c, coalesce($now, datetime.transaction()) AS now
+SET c.last = CASE WHEN now > c.last THEN now ELSE c.last + duration({nanoseconds: 1000}) END
+RETURN c.last AS recorded_at

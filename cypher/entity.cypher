@@ -1,0 +1,30 @@
+// Entities and sources: what facts are about, and what evidences them.
+
+// name: entity.put
+MERGE (e:Entity {uid: $uid})
+ON CREATE SET e.tenant = $tenant, e.scope = $scope, e.id = $id, e.recorded_at = $recorded_at
+SET e.name = $name, e.kind = $kind, e.aliases = $aliases
+RETURN e.id AS id
+
+// name: entity.missing
+// Which of these entity uids do not exist in the scope (an assertion needs its entity).
+UNWIND $uids AS uid
+OPTIONAL MATCH (e:Entity {uid: uid})
+WITH uid, e
+WHERE e IS NULL OR e.tenant <> $tenant OR e.scope <> $scope
+RETURN uid
+
+// name: source.get_many
+UNWIND $uids AS uid
+MATCH (s:Source {uid: uid})
+WHERE s.tenant = $tenant AND s.scope = $scope
+RETURN s.uid AS uid, s.id AS id, s.kind AS kind, s.authority AS authority,
+       s.available_by AS available_by, s.publisher AS publisher, s.uri AS uri,
+       s.title AS title, s.meta AS meta, s.erased_at AS erased_at
+
+// name: source.create
+CREATE (s:Source {uid: $uid, tenant: $tenant, scope: $scope, id: $id, kind: $kind,
+                  authority: $authority, authority_rank: $rank, publisher: $publisher,
+                  uri: $uri, title: $title, meta: $meta, available_by: $available_by,
+                  recorded_at: $recorded_at})
+RETURN s.id AS id

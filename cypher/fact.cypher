@@ -1,0 +1,162 @@
+// Fact keys and their immutable versions: the read rule and the write path.
+
+// name: fact.read
+// The read rule (DESIGN.md section 3) for a batch of reads. Each read selects keys
+// of one entity and attribute (optionally unit, definition, exact period or a
+// valid-time range) and gives a cutoff C (publication) and known_at K (transaction).
+// A version's status is computed here from its records, never kept in a field:
+//   recorded by K -> not erased -> evidence public by C -> not invalidated by K and
+//   some evidence not retracted by K -> evidence meeting the requirement -> highest
+//   authority -> not superseded (every publisher behind it has since said otherwise,
+//   or a resolution settled it for a kept version).
+// One row per matched key; `explain` counts what each filter removed, in that order.
+UNWIND $reads AS r
+WITH r, coalesce(r.known_at, datetime.transaction()) AS K
+MATCH (k:FactKey {tenant: $tenant, entity: r.entity, attribute: r.attribute})
+WHERE k.scope = $scope
+  AND (r.unit IS NULL OR k.unit = r.unit)
+  AND (r.definition IS NULL OR k.definition = r.definition)
+  AND (r.period IS NULL OR k.period = r.period)
+  AND (r.valid_from IS NULL OR k.period_end >= r.valid_from)
+  AND (r.valid_to IS NULL OR k.period_end <= r.valid_to)
+WITH r, K, k, COLLECT {
+  MATCH (f:Fact)-[:VERSION_OF]->(k)
+  RETURN {
+    f: f,
+    ev: COLLECT {
+      MATCH (f)-[e:EVIDENCED_BY]->(s:Source)
+      WHERE e.recorded_at <= K
+      RETURN {source_id: s.id, kind: s.kind, authority: s.authority, rank: s.authority_rank,
+              publisher: s.publisher, uri: s.uri, title: s.title, idem: e.idem,
+              available_by: e.available_by, recorded_at: e.recorded_at,
+              retracted: EXISTS { (s)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= K }}
+    },
+    invalidated: EXISTS { (f)<-[:INVALIDATES]-(i:Invalidation) WHERE i.recorded_at <= K },
+    settled_for: COLLECT {
+      MATCH (f)<-[:SETTLES]-(z:Resolution)-[:CHOSE]->(w:Fact)
+      WHERE z.recorded_at <= K AND z.available_by <= r.cutoff AND w <> f
+      RETURN w.version_id
+    }
+  }
+} AS stored
+WITH r, K, k, stored, [v IN stored WHERE v.f.recorded_at <= K] AS recorded
+WITH r, K, k, stored, recorded, [v IN recorded WHERE v.f.erased_at IS NULL] AS present
+WITH r, K, k, stored, recorded, present,
+     [v IN present WHERE any(e IN v.ev WHERE e.available_by <= r.cutoff)] AS public
+WITH r, K, k, stored, recorded, present, public,
+     [v IN public WHERE NOT v.invalidated] AS valid
+WITH r, K, k, stored, recorded, present, public, valid,
+     [v IN valid WHERE any(e IN v.ev WHERE e.available_by <= r.cutoff AND NOT e.retracted)] AS live
+WITH r, K, k, stored, recorded, present, public, valid, live,
+     [v IN live
+       WHERE any(e IN v.ev WHERE e.available_by <= r.cutoff AND NOT e.retracted
+                 AND e.rank >= $min_rank AND ($kinds IS NULL OR e.kind IN $kinds))
+       | v {.*, live: [e IN v.ev WHERE e.available_by <= r.cutoff AND NOT e.retracted
+                         AND e.rank >= $min_rank AND ($kinds IS NULL OR e.kind IN $kinds)]}
+     ] AS required
+WITH r, K, k, stored, recorded, present, public, valid, live,
+     [v IN required | v {.*, rank: reduce(m = 0, e IN v.live | CASE WHEN e.rank > m THEN e.rank ELSE m END)}] AS required
+WITH r, K, k, stored, recorded, present, public, valid, live, required,
+     reduce(m = 0, v IN required | CASE WHEN v.rank > m THEN v.rank ELSE m END) AS best
+WITH r, K, k, stored, recorded, present, public, valid, live, required,
+     [v IN required WHERE v.rank = best] AS kept
+WITH r, K, k, stored, recorded, present, public, valid, live, required, kept,
+     [v IN kept
+       WHERE NOT any(w IN kept WHERE w.f.version_id IN v.settled_for)
+         AND any(a IN v.live WHERE NOT any(w IN kept WHERE w.f <> v.f
+               AND any(b IN w.live WHERE b.publisher = a.publisher AND b.available_by > a.available_by)))
+     ] AS final
+WITH r, K, k, stored, recorded, present, public, valid, live, required, kept, final,
+     reduce(vals = [], v IN final |
+       CASE WHEN v.f.value_type + ':' + v.f.value IN vals THEN vals
+            ELSE vals + (v.f.value_type + ':' + v.f.value) END) AS values
+RETURN r.i AS i, K AS known_at,
+       k {.uid, .entity, .attribute, .unit, .definition, .period, .period_start, .period_end,
+          .revision} AS key,
+       CASE size(values) WHEN 0 THEN 'not_found' WHEN 1 THEN 'active' ELSE 'conflicted' END AS status,
+       [v IN final | {f: properties(v.f), live: v.live, rank: v.rank}] AS candidates,
+       {versions: size(stored),
+        known_at: size(stored) - size(recorded),
+        erased: size(recorded) - size(present),
+        cutoff: size(present) - size(public),
+        invalidated: size(public) - size(valid),
+        retracted: size(valid) - size(live),
+        evidence: size(live) - size(required),
+        outranked: size(required) - size(kept),
+        superseded: size(kept) - size(final)} AS explain,
+       head([v IN stored WHERE any(e IN v.ev WHERE e.idem = r.idem) | v.f.version_id]) AS already
+
+// name: fact.merge_keys
+UNWIND $keys AS key
+MERGE (k:FactKey {uid: key.uid})
+ON CREATE SET k.tenant = $tenant, k.scope = $scope, k.entity = key.entity,
+              k.attribute = key.attribute, k.unit = key.unit, k.definition = key.definition,
+              k.period = key.period, k.period_start = key.period_start,
+              k.period_end = key.period_end, k.revision = 0
+WITH k, key
+MATCH (e:Entity {uid: key.entity_uid})
+MERGE (k)-[:ABOUT]->(e)
+RETURN k.uid AS uid, k.revision AS revision
+
+// name: fact.key_revision
+MATCH (k:FactKey {uid: $uid})
+WHERE k.tenant = $tenant AND k.scope = $scope
+RETURN k.revision AS revision
+
+// name: fact.create_versions
+// New versions, each with its first evidence edge; bumps the key's revision.
+UNWIND $rows AS row
+MATCH (k:FactKey {uid: row.key_uid})
+MATCH (s:Source {uid: row.source_uid})
+SET k.revision = k.revision + 1
+CREATE (f:Fact {version_id: row.version_id, tenant: $tenant, scope: $scope,
+                key_uid: row.key_uid, value: row.value, value_type: row.value_type,
+                value_num: row.value_num, value_hash: row.value_hash,
+                event_time: k.period_end, period_start: k.period_start,
+                available_by: row.available_by, recorded_at: $recorded_at,
+                revision: k.revision})
+CREATE (f)-[:VERSION_OF]->(k)
+CREATE (f)-[:EVIDENCED_BY {idem: row.idem, available_by: row.available_by,
+                           recorded_at: $recorded_at}]->(s)
+RETURN f.version_id AS version_id
+
+// name: fact.add_evidence
+// More evidence for an existing version: the same value asserted by another source.
+UNWIND $rows AS row
+MATCH (f:Fact {version_id: row.version_id})-[:VERSION_OF]->(k:FactKey)
+MATCH (s:Source {uid: row.source_uid})
+SET k.revision = k.revision + 1
+CREATE (f)-[:EVIDENCED_BY {idem: row.idem, available_by: row.available_by,
+                           recorded_at: $recorded_at}]->(s)
+RETURN f.version_id AS version_id
+
+// name: fact.versions
+// Versions by id in this scope, with all their evidence and lifecycle records.
+UNWIND $version_ids AS vid
+MATCH (f:Fact {version_id: vid})-[:VERSION_OF]->(k:FactKey)
+WHERE f.tenant = $tenant AND f.scope = $scope
+RETURN k {.uid, .entity, .attribute, .unit, .definition, .period, .period_start, .period_end,
+          .revision} AS key,
+       f {.*} AS f,
+       COLLECT {
+         MATCH (f)-[e:EVIDENCED_BY]->(s:Source)
+         RETURN {source_id: s.id, kind: s.kind, authority: s.authority, rank: s.authority_rank,
+                 publisher: s.publisher, uri: s.uri, title: s.title,
+                 available_by: e.available_by, recorded_at: e.recorded_at,
+                 retracted: EXISTS { (s)<-[:RETRACTS]-(:Retraction) }}
+       } AS ev,
+       COLLECT {
+         MATCH (f)<-[:INVALIDATES|SETTLES|ERASES]-(x:Record)
+         RETURN {kind: x.kind, recorded_at: x.recorded_at, reason: x.reason, by: x.by, ref: x.id}
+         UNION
+         MATCH (f)-[:EVIDENCED_BY]->(:Source)<-[:RETRACTS]-(x:Retraction)
+         RETURN {kind: x.kind, recorded_at: x.recorded_at, reason: x.reason, by: x.by, ref: x.id}
+       } AS lifecycle
+
+// name: fact.history
+// Every version of the matching keys, in transaction-time order.
+MATCH (k:FactKey {tenant: $tenant, entity: $entity, attribute: $attribute})
+WHERE k.scope = $scope AND ($period IS NULL OR k.period = $period)
+MATCH (f:Fact)-[:VERSION_OF]->(k)
+RETURN f.version_id AS version_id
+ORDER BY k.period_end, k.period, f.recorded_at, f.version_id

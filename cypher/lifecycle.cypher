@@ -1,0 +1,76 @@
+// What happens to versions after they are written: each event is a :Record node
+// stamped with its own recorded_at; versions themselves are never edited, except
+// erasure, which removes the payload and leaves a tombstone (ids, hashes, times).
+
+// name: lifecycle.invalidate
+// Idempotent: a version already invalidated gets no second record.
+UNWIND $version_ids AS vid
+MATCH (f:Fact {version_id: vid})-[:VERSION_OF]->(k:FactKey)
+WHERE f.tenant = $tenant AND f.scope = $scope
+  AND NOT EXISTS { (f)<-[:INVALIDATES]-(:Invalidation) }
+SET k.revision = k.revision + 1
+CREATE (x:Record:Invalidation {id: $record_id + ':' + vid, kind: 'invalidated', tenant: $tenant,
+                               scope: $scope, reason: $reason, by: $by, cause: $cause,
+                               recorded_at: $recorded_at})
+CREATE (x)-[:INVALIDATES]->(f)
+RETURN f.version_id AS version_id
+
+// name: lifecycle.retract_source
+MATCH (s:Source {uid: $uid})
+WHERE s.tenant = $tenant AND s.scope = $scope
+  AND NOT EXISTS { (s)<-[:RETRACTS]-(:Retraction) }
+CREATE (x:Record:Retraction {id: $record_id, kind: 'retracted', tenant: $tenant, scope: $scope,
+                             reason: $reason, by: $by, recorded_at: $recorded_at})
+CREATE (x)-[:RETRACTS]->(s)
+RETURN x.id AS id
+
+// name: lifecycle.resolve
+// Records which versions a resolution settles and which one it chose.
+MATCH (w:Fact {version_id: $chosen})-[:VERSION_OF]->(k:FactKey)
+WHERE w.tenant = $tenant AND w.scope = $scope
+SET k.revision = k.revision + 1
+CREATE (z:Record:Resolution {id: $record_id, kind: 'resolved', tenant: $tenant, scope: $scope,
+                             reason: $reason, by: $by, recorded_at: $recorded_at,
+                             available_by: $available_by})
+CREATE (z)-[:CHOSE]->(w)
+WITH z
+UNWIND $settled AS vid
+MATCH (f:Fact {version_id: vid})
+WHERE f.tenant = $tenant AND f.scope = $scope
+CREATE (z)-[:SETTLES]->(f)
+RETURN count(f) AS settled
+
+// name: lifecycle.erase_targets
+// Versions an erasure reaches: every version about the entity, or every version
+// whose evidence comes only from the source (others keep their other evidence).
+OPTIONAL MATCH (f1:Fact)-[:VERSION_OF]->(:FactKey)-[:ABOUT]->(e:Entity {uid: $entity_uid})
+WHERE f1.tenant = $tenant AND f1.scope = $scope
+WITH collect(DISTINCT f1.version_id) AS by_entity
+OPTIONAL MATCH (f2:Fact)-[:EVIDENCED_BY]->(s:Source {uid: $source_uid})
+WHERE f2.tenant = $tenant AND f2.scope = $scope
+  AND NOT EXISTS { (f2)-[:EVIDENCED_BY]->(o:Source) WHERE o.uid <> $source_uid }
+WITH by_entity, collect(DISTINCT f2.version_id) AS by_source
+RETURN by_entity + by_source AS version_ids
+
+// name: lifecycle.erase
+// Removes payloads and records one Erasure linked to all it erased.
+CREATE (x:Record:Erasure {id: $record_id, kind: 'erased', tenant: $tenant, scope: $scope,
+                          reason: $reason, by: $by, target: $target, recorded_at: $recorded_at})
+WITH x
+OPTIONAL MATCH (e:Entity {uid: $entity_uid})
+WHERE e.tenant = $tenant AND e.scope = $scope
+SET e.name = null, e.aliases = null, e.erased_at = $recorded_at
+FOREACH (_ IN CASE WHEN e IS NULL THEN [] ELSE [1] END | CREATE (x)-[:ERASES]->(e))
+WITH x
+OPTIONAL MATCH (s:Source {uid: $source_uid})
+WHERE s.tenant = $tenant AND s.scope = $scope
+SET s.title = null, s.uri = null, s.meta = null, s.erased_at = $recorded_at
+FOREACH (_ IN CASE WHEN s IS NULL THEN [] ELSE [1] END | CREATE (x)-[:ERASES]->(s))
+WITH x
+UNWIND $version_ids AS vid
+MATCH (f:Fact {version_id: vid})-[:VERSION_OF]->(k:FactKey)
+WHERE f.tenant = $tenant AND f.scope = $scope
+SET f.value = null, f.value_num = null, f.erased_at = coalesce(f.erased_at, $recorded_at),
+    k.revision = k.revision + 1
+CREATE (x)-[:ERASES]->(f)
+RETURN count(f) AS erased

@@ -1,0 +1,38 @@
+// Schema migrations, applied in order by Memory.migrate(). Each statement is one
+// idempotent DDL command (Neo4j runs schema changes alone in their transaction).
+// Community edition has uniqueness constraints and range/full-text indexes, but no
+// existence or node-key constraints: required properties are checked in Python.
+// Never edit a released migration; add the next number instead.
+
+// name: schema.001.entity_uid
+CREATE CONSTRAINT graphmem_entity_uid IF NOT EXISTS FOR (n:Entity) REQUIRE n.uid IS UNIQUE
+
+// name: schema.002.source_uid
+CREATE CONSTRAINT graphmem_source_uid IF NOT EXISTS FOR (n:Source) REQUIRE n.uid IS UNIQUE
+
+// name: schema.003.factkey_uid
+CREATE CONSTRAINT graphmem_factkey_uid IF NOT EXISTS FOR (n:FactKey) REQUIRE n.uid IS UNIQUE
+
+// name: schema.004.fact_version_id
+CREATE CONSTRAINT graphmem_fact_version_id IF NOT EXISTS FOR (n:Fact) REQUIRE n.version_id IS UNIQUE
+
+// name: schema.005.record_id
+CREATE CONSTRAINT graphmem_record_id IF NOT EXISTS FOR (n:Record) REQUIRE n.id IS UNIQUE
+
+// name: schema.006.clock_id
+CREATE CONSTRAINT graphmem_clock_id IF NOT EXISTS FOR (n:GraphmemClock) REQUIRE n.id IS UNIQUE
+
+// name: schema.007.factkey_lookup
+CREATE INDEX graphmem_factkey_lookup IF NOT EXISTS FOR (n:FactKey) ON (n.tenant, n.entity, n.attribute)
+
+// name: schema.008.factkey_period
+CREATE INDEX graphmem_factkey_period IF NOT EXISTS FOR (n:FactKey) ON (n.tenant, n.period_end)
+
+// name: schema.009.source_tenant
+CREATE INDEX graphmem_source_tenant IF NOT EXISTS FOR (n:Source) ON (n.tenant, n.id)
+
+// name: schema.010.entity_tenant
+CREATE INDEX graphmem_entity_tenant IF NOT EXISTS FOR (n:Entity) ON (n.tenant, n.id)
+
+// name: schema.011.schema_state
+CREATE CONSTRAINT graphmem_schema_id IF NOT EXISTS FOR (n:GraphmemSchema) REQUIRE n.id IS UNIQUE

@@ -1,0 +1,161 @@
+"""The one place graphmem talks to Neo4j: named statements in managed transactions.
+
+Reads run in read transactions and writes in write transactions, so a ``neo4j://``
+routing URI sends them to the right cluster members; all sessions share one bookmark
+manager, so a read after a write sees it (read-your-writes) on a cluster as well.
+Transient faults (``exc.is_retryable()``: ServiceUnavailable, SessionExpired,
+TransientError) are retried with tenacity, bounded and jittered; every other error
+is raised at once as a :class:`StatementError` naming the statement.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import neo4j
+from neo4j.exceptions import DriverError, Neo4jError
+from tenacity import (
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_random_exponential,
+)
+
+from .errors import StatementError
+from .queries import QUERIES, Catalogue
+
+log = logging.getLogger("graphmem.db")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long a transient fault is retried: at most ``attempts`` tries within ``seconds``."""
+
+    attempts: int = 8
+    seconds: float = 60.0
+    first_wait: float = 0.2
+    max_wait: float = 5.0
+
+
+def is_transient(exc: BaseException) -> bool:
+    """The driver's own verdict: only faults it calls retryable are worth another try."""
+    return isinstance(exc, (Neo4jError, DriverError)) and exc.is_retryable()
+
+
+class Tx:
+    """A transaction that runs statements by name; errors carry the statement's name."""
+
+    def __init__(self, tx: neo4j.Transaction, queries: Catalogue = QUERIES):
+        self._tx = tx
+        self._queries = queries
+
+    def run(self, name: str, /, **params: Any) -> list[dict[str, Any]]:
+        """Run named statement ``name`` and return its records as dicts."""
+        query = self._queries[name]
+        try:
+            return [record.data() for record in self._tx.run(query, params)]
+        except (Neo4jError, DriverError) as exc:
+            if is_transient(exc):
+                exc.add_note(f"graphmem statement: {name}")
+                raise
+            raise StatementError(name, exc) from exc
+
+    def one(self, name: str, /, **params: Any) -> dict[str, Any] | None:
+        """Run ``name`` and return its single record, or None when it returns none."""
+        rows = self.run(name, **params)
+        return rows[0] if rows else None
+
+
+class Database:
+    """A driver, a database name and a retry policy; opens a session per unit of work."""
+
+    def __init__(
+        self,
+        driver: neo4j.Driver,
+        database: str | None,
+        retry: RetryPolicy | None = None,
+        queries: Catalogue = QUERIES,
+    ):
+        self.driver = driver
+        self.database = database
+        self.retry = retry or RetryPolicy()
+        self.queries = queries
+        self._bookmarks = neo4j.GraphDatabase.bookmark_manager()
+
+    def _retrying(self) -> Retrying:
+        policy = self.retry
+        return Retrying(
+            retry=retry_if_exception(is_transient),
+            stop=stop_after_attempt(policy.attempts) | stop_after_delay(policy.seconds),
+            wait=wait_random_exponential(multiplier=policy.first_wait, max=policy.max_wait),
+            before_sleep=lambda state: log.warning(
+                "transient fault, retry %d: %s", state.attempt_number, state.outcome.exception()
+            ),
+            reraise=True,
+        )
+
+    def _run(self, mode: str, work: Callable[[Tx], T]) -> T:
+        for attempt in self._retrying():
+            with attempt:
+                with self.driver.session(
+                    database=self.database,
+                    default_access_mode=mode,
+                    bookmark_manager=self._bookmarks,
+                ) as session:
+                    tx = session.begin_transaction()
+                    try:
+                        result = work(Tx(tx, self.queries))
+                        tx.commit()
+                    except BaseException:
+                        if not tx.closed():
+                            tx.rollback()
+                        raise
+                    return result
+        raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
+
+    def read(self, work: Callable[[Tx], T], label: str = "read") -> T:
+        """Run ``work`` in a read transaction (routed to a reader on a cluster)."""
+        return self._wrap_commit(neo4j.READ_ACCESS, work, label)
+
+    def write(self, work: Callable[[Tx], T], label: str = "write") -> T:
+        """Run ``work`` in one write transaction: all of it commits, or none of it."""
+        return self._wrap_commit(neo4j.WRITE_ACCESS, work, label)
+
+    def _wrap_commit(self, mode: str, work: Callable[[Tx], T], label: str) -> T:
+        try:
+            return self._run(mode, work)
+        except (Neo4jError, DriverError) as exc:
+            if is_transient(exc):
+                raise
+            # Raised outside any statement, at begin or commit: name the unit of work.
+            raise StatementError(f"{label} (commit)", exc) from exc
+
+    def read_one(self, name: str, /, **params: Any) -> dict[str, Any] | None:
+        """Shorthand: one named read statement, its single record or None."""
+        return self.read(lambda tx: tx.one(name, **params), name)
+
+    def read_all(self, name: str, /, **params: Any) -> list[dict[str, Any]]:
+        """Shorthand: one named read statement, all its records."""
+        return self.read(lambda tx: tx.run(name, **params), name)
+
+    def schema(self, name: str, /, **params: Any) -> None:
+        """Run one schema statement in its own auto-commit transaction (DDL needs one)."""
+        query = self.queries[name]
+        for attempt in self._retrying():
+            with attempt:
+                try:
+                    with self.driver.session(
+                        database=self.database,
+                        default_access_mode=neo4j.WRITE_ACCESS,
+                        bookmark_manager=self._bookmarks,
+                    ) as session:
+                        session.run(query, params).consume()
+                except (Neo4jError, DriverError) as exc:
+                    if is_transient(exc):
+                        raise
+                    raise StatementError(name, exc) from exc

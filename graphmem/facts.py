@@ -1,0 +1,466 @@
+"""The bitemporal fact repository: the write path and the as-of reads, over named Cypher.
+
+The read rule lives in one statement, ``fact.read``; the write path runs that same
+statement at the assertion's own ``available_by`` to decide whether an assertion is
+more evidence for the value the key already has, or a new version. Python never
+re-implements the rule: it only compares the candidate values Cypher returns.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .db import Tx
+from .errors import ConcurrentWriteError, InputError
+from .models import (
+    Answer,
+    Authority,
+    Entity,
+    Evidence,
+    Explain,
+    FactIn,
+    FactVersion,
+    Lifecycle,
+    Period,
+    Require,
+    Scope,
+    Source,
+    authority_of,
+)
+from .values import decode, digest, encode
+
+
+def scope_params(scope: Scope) -> dict[str, str]:
+    """The two parameters every statement filters on."""
+    return {"tenant": scope.tenant, "scope": scope.id}
+
+
+def entity_uid(scope: Scope, entity_id: str) -> str:
+    return digest(scope.id, "entity", entity_id)
+
+
+def source_uid(scope: Scope, source_id: str) -> str:
+    return digest(scope.id, "source", source_id)
+
+
+def native(value: Any) -> Any:
+    """Neo4j temporal values to Python ones (other values unchanged)."""
+    return value.to_native() if hasattr(value, "to_native") else value
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """The identity of a fact key: everything but the value and the times."""
+
+    scope: Scope
+    entity: str
+    attribute: str
+    unit: str
+    definition: str
+    period: Period
+
+    @classmethod
+    def of(cls, scope: Scope, fact: FactIn) -> KeySpec:
+        return cls(scope, fact.entity, fact.attribute, fact.unit, fact.definition, fact.period)
+
+    @property
+    def uid(self) -> str:
+        return digest(
+            self.scope.id, self.entity, self.attribute, self.unit, self.definition, self.period.text
+        )
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "uid": self.uid,
+            "entity": self.entity,
+            "entity_uid": entity_uid(self.scope, self.entity),
+            "attribute": self.attribute,
+            "unit": self.unit,
+            "definition": self.definition,
+            "period": self.period.text,
+            "period_start": self.period.start,
+            "period_end": self.period.end,
+        }
+
+    def selector(self) -> dict[str, Any]:
+        """This exact key as a ``fact.read`` selector."""
+        return {
+            "entity": self.entity,
+            "attribute": self.attribute,
+            "unit": self.unit,
+            "definition": self.definition,
+            "period": self.period.text,
+            "valid_from": None,
+            "valid_to": None,
+        }
+
+
+@dataclass(frozen=True)
+class Assertion:
+    """One (fact, source) pair of a write: the unit the idempotency key is made of."""
+
+    row: int
+    key: KeySpec
+    source_uid: str
+    value_type: str
+    value: str
+    value_num: float | None
+    available_by: dt.datetime
+
+    @property
+    def idem(self) -> str:
+        return digest(self.key.uid, self.source_uid, self.value_type, self.value, self.available_by)
+
+    @property
+    def version_id(self) -> str:
+        return "fv_" + self.idem
+
+
+@dataclass
+class ChunkResult:
+    created: int = 0
+    evidence_added: int = 0
+    unchanged: int = 0
+    version_ids: list[str] | None = None
+
+
+# ---------------------------------------------------------------- writes
+
+
+def tick(tx: Tx, now: dt.datetime | None) -> Any:
+    """Take the transaction clock's lock and return this transaction's recorded_at."""
+    return tx.one("admin.tick", now=now)["recorded_at"]
+
+
+def put_entity(tx: Tx, scope: Scope, entity: Entity, recorded_at: Any) -> None:
+    tx.run(
+        "entity.put",
+        uid=entity_uid(scope, entity.id),
+        id=entity.id,
+        name=entity.name,
+        kind=entity.kind,
+        aliases=list(entity.aliases),
+        recorded_at=recorded_at,
+        **scope_params(scope),
+    )
+
+
+def _same_source(stored: dict[str, Any], source: Source) -> bool:
+    return (
+        stored["kind"] == source.kind
+        and stored["authority"] == source.authority.value
+        and native(stored["available_by"]) == source.available_by
+        and stored["publisher"] == source.publisher_id
+        and stored["uri"] == source.uri
+        and stored["title"] == source.title
+        and json.loads(stored["meta"] or "{}") == source.meta
+    )
+
+
+def record_source(tx: Tx, scope: Scope, source: Source, recorded_at: Any) -> bool:
+    """Create the source; True if new. A source is immutable: a different re-record is refused."""
+    uid = source_uid(scope, source.id)
+    existing = tx.one("source.get_many", uids=[uid], **scope_params(scope))
+    if existing is not None:
+        if existing["erased_at"] is None and not _same_source(existing, source):
+            raise InputError(
+                f"source {source.id!r}",
+                "already recorded with different fields; sources are immutable "
+                "(record a new source, or retract this one)",
+            )
+        return False
+    tx.run(
+        "source.create",
+        uid=uid,
+        id=source.id,
+        kind=source.kind,
+        authority=source.authority.value,
+        rank=source.authority.rank,
+        publisher=source.publisher_id,
+        uri=source.uri,
+        title=source.title,
+        meta=json.dumps(source.meta, sort_keys=True),
+        available_by=source.available_by,
+        recorded_at=recorded_at,
+        **scope_params(scope),
+    )
+    return True
+
+
+def _assertions(tx: Tx, scope: Scope, facts: Sequence[FactIn]) -> list[Assertion]:
+    """Check sources and entities exist, fix each fact's available_by, expand per source."""
+    params = scope_params(scope)
+    wanted = {source_uid(scope, sid) for fact in facts for sid in fact.sources}
+    sources = {row["uid"]: row for row in tx.run("source.get_many", uids=sorted(wanted), **params)}
+    entities = {entity_uid(scope, fact.entity) for fact in facts}
+    missing_entities = {row["uid"] for row in tx.run("entity.missing", uids=sorted(entities), **params)}
+    out: list[Assertion] = []
+    for row, fact in enumerate(facts):
+        if entity_uid(scope, fact.entity) in missing_entities:
+            raise InputError(
+                f"facts[{row}].entity", f"entity {fact.entity!r} not found in scope; put_entity first"
+            )
+        stamps = []
+        for sid in fact.sources:
+            stored = sources.get(source_uid(scope, sid))
+            if stored is None:
+                raise InputError(
+                    f"facts[{row}].sources", f"source {sid!r} not recorded in scope {scope.id}"
+                )
+            stamps.append(native(stored["available_by"]))
+        available_by = fact.available_by or max(stamps)
+        if available_by < max(stamps):
+            raise InputError(
+                f"facts[{row}].available_by",
+                f"{available_by.isoformat()} is before its source became public "
+                f"({max(stamps).isoformat()})",
+            )
+        value_type, value, value_num = encode(fact.value)
+        key = KeySpec.of(scope, fact)
+        for sid in dict.fromkeys(fact.sources):
+            out.append(
+                Assertion(row, key, source_uid(scope, sid), value_type, value, value_num, available_by)
+            )
+    return out
+
+
+def _rounds(assertions: list[Assertion]) -> Iterable[list[Assertion]]:
+    """Split so that no key appears twice in one round: a later assertion must see the earlier."""
+    pending = list({a.idem: a for a in assertions}.values())
+    while pending:
+        seen: set[str] = set()
+        this, rest = [], []
+        for a in pending:
+            (rest if a.key.uid in seen else this).append(a)
+            seen.add(a.key.uid)
+        yield this
+        pending = rest
+
+
+def write_facts(
+    tx: Tx,
+    scope: Scope,
+    facts: Sequence[FactIn],
+    recorded_at: Any,
+    expected_revision: int | None = None,
+) -> ChunkResult:
+    """Write a chunk of assertions in the caller's transaction; see module docstring."""
+    assertions = _assertions(tx, scope, facts)
+    params = scope_params(scope)
+    keys = {a.key.uid: a.key.params() for a in assertions}
+    revisions = {row["uid"]: row["revision"] for row in tx.run("fact.merge_keys", keys=list(keys.values()), **params)}
+    if expected_revision is not None:
+        for uid, revision in revisions.items():
+            if revision != expected_revision:
+                raise ConcurrentWriteError(uid, expected_revision, revision)
+    result = ChunkResult(version_ids=[""] * len(facts))
+    outcome: dict[str, str] = {}  # idempotency key -> the version it landed on
+    for batch in _rounds(assertions):
+        reads = [
+            {"i": n, **a.key.selector(), "cutoff": a.available_by, "known_at": recorded_at, "idem": a.idem}
+            for n, a in enumerate(batch)
+        ]
+        found = {row["i"]: row for row in tx.run("fact.read", reads=reads, min_rank=0, kinds=None, **params)}
+        creates, evidence = [], []
+        for n, a in enumerate(batch):
+            row = found[n]
+            if row["already"]:
+                result.unchanged += 1
+                outcome[a.idem] = row["already"]
+                continue
+            same = [
+                c["f"]["version_id"]
+                for c in row["candidates"]
+                if (c["f"]["value_type"], c["f"]["value"]) == (a.value_type, a.value)
+            ]
+            target = same[0] if same else a.version_id
+            outcome[a.idem] = target
+            item = {
+                "key_uid": a.key.uid,
+                "source_uid": a.source_uid,
+                "idem": a.idem,
+                "available_by": a.available_by,
+                "version_id": target,
+            }
+            if same:
+                evidence.append(item)
+            else:
+                creates.append(
+                    {
+                        **item,
+                        "value": a.value,
+                        "value_type": a.value_type,
+                        "value_num": a.value_num,
+                        "value_hash": digest(a.value_type, a.value),
+                    }
+                )
+        if creates:
+            tx.run("fact.create_versions", rows=creates, recorded_at=recorded_at, **params)
+        if evidence:
+            tx.run("fact.add_evidence", rows=evidence, recorded_at=recorded_at, **params)
+        result.created += len(creates)
+        result.evidence_added += len(evidence)
+    for a in assertions:
+        result.version_ids[a.row] = outcome[a.idem]
+    return result
+
+
+# ---------------------------------------------------------------- reads
+
+
+def _evidence(rows: Iterable[dict[str, Any]]) -> tuple[Evidence, ...]:
+    return tuple(
+        sorted(
+            (
+                Evidence(
+                    source_id=e["source_id"],
+                    kind=e["kind"],
+                    authority=Authority(e["authority"]),
+                    publisher=e["publisher"],
+                    uri=e["uri"],
+                    title=e["title"],
+                    available_by=native(e["available_by"]),
+                    recorded_at=native(e["recorded_at"]),
+                    retracted=bool(e.get("retracted")),
+                )
+                for e in rows
+            ),
+            key=lambda e: (e.available_by, e.source_id),
+        )
+    )
+
+
+def to_version(
+    key: dict[str, Any],
+    f: dict[str, Any],
+    evidence: Iterable[dict[str, Any]],
+    rank: int | None = None,
+    lifecycle: Iterable[dict[str, Any]] = (),
+) -> FactVersion:
+    """A FactVersion from a key map, a fact node map and its evidence rows."""
+    start = native(key["period_start"])
+    end = native(key["period_end"])
+    ev = _evidence(evidence)
+    if rank is None:
+        live = [e for e in ev if not e.retracted]
+        rank = max((e.authority.rank for e in live), default=0)
+    return FactVersion(
+        version_id=f["version_id"],
+        entity=key["entity"],
+        attribute=key["attribute"],
+        unit=key["unit"],
+        definition=key["definition"],
+        period=Period(start=start, end=end),
+        value=decode(f["value_type"], f.get("value")),
+        event_time=end,
+        available_by=native(f["available_by"]),
+        recorded_at=native(f["recorded_at"]),
+        revision=f["revision"],
+        authority=authority_of(rank) if rank else None,
+        sources=ev,
+        lifecycle=tuple(
+            sorted(
+                (
+                    Lifecycle(
+                        kind=x["kind"],
+                        recorded_at=native(x["recorded_at"]),
+                        reason=x.get("reason"),
+                        by=x.get("by"),
+                        ref=x.get("ref"),
+                    )
+                    for x in lifecycle
+                ),
+                key=lambda x: x.recorded_at,
+            )
+        ),
+        erased=f.get("erased_at") is not None,
+    )
+
+
+def _answer(row: dict[str, Any], cutoff: dt.datetime) -> Answer:
+    candidates = sorted(
+        (to_version(row["key"], c["f"], c["live"], c["rank"]) for c in row["candidates"]),
+        key=lambda v: (-(v.authority.rank if v.authority else 0), v.available_by, v.version_id),
+    )
+    status = row["status"]
+    return Answer(
+        status=status,
+        entity=row["key"]["entity"],
+        attribute=row["key"]["attribute"],
+        cutoff=cutoff,
+        known_at=native(row["known_at"]),
+        version=candidates[0] if status == "active" else None,
+        candidates=tuple(candidates) if status == "conflicted" else (),
+        explain=Explain(**row["explain"]),
+    )
+
+
+def require_params(require: Require | None) -> dict[str, Any]:
+    if require is None:
+        return {"min_rank": 0, "kinds": None}
+    return {
+        "min_rank": require.min_authority.rank if require.min_authority else 0,
+        "kinds": list(require.kinds) if require.kinds is not None else None,
+    }
+
+
+def read_answers(
+    tx: Tx,
+    scope: Scope,
+    selector: dict[str, Any],
+    cutoff: dt.datetime,
+    known_at: dt.datetime | None,
+    require: Require | None,
+) -> list[Answer]:
+    """One Answer per fact key the selector matches (not_found ones included)."""
+    reads = [{"i": 0, **selector, "cutoff": cutoff, "known_at": known_at, "idem": None}]
+    rows = tx.run("fact.read", reads=reads, **require_params(require), **scope_params(scope))
+    return [_answer(row, cutoff) for row in rows]
+
+
+def pick_latest(answers: list[Answer], entity: str, attribute: str, cutoff: dt.datetime,
+                known_at: dt.datetime | None) -> Answer:
+    """For a read without an exact period: the latest period that has an answer."""
+    found = [a for a in answers if a.status != "not_found"]
+    explain = sum((a.explain for a in answers), Explain())
+    if not found:
+        return Answer(
+            status="not_found",
+            entity=entity,
+            attribute=attribute,
+            cutoff=cutoff,
+            known_at=answers[0].known_at if answers else (known_at or dt.datetime.now(dt.UTC)),
+            explain=explain,
+        )
+
+    def period_of(a: Answer) -> Period:
+        return (a.version or a.candidates[0]).period
+
+    latest = max(period_of(a).end for a in found)
+    at_latest = [a for a in found if period_of(a).end == latest]
+    if len(at_latest) > 1:
+        keys = sorted(
+            f"period={period_of(a).text} unit={(a.version or a.candidates[0]).unit!r} "
+            f"definition={(a.version or a.candidates[0]).definition!r}"
+            for a in at_latest
+        )
+        raise InputError(
+            "as_of",
+            f"{entity}/{attribute} has {len(at_latest)} keys ending {latest}: "
+            + "; ".join(keys) + " — pass period=, unit= or definition=",
+        )
+    return at_latest[0].model_copy(update={"explain": explain})
+
+
+def versions_by_id(tx: Tx, scope: Scope, version_ids: Sequence[str]) -> list[FactVersion]:
+    rows = tx.run("fact.versions", version_ids=list(version_ids), **scope_params(scope))
+    by_id = {row["f"]["version_id"]: row for row in rows}
+    return [
+        to_version(r["key"], r["f"], r["ev"], lifecycle=r["lifecycle"])
+        for vid in version_ids
+        if (r := by_id.get(vid)) is not None
+    ]

@@ -1,0 +1,407 @@
+"""``Memory``: graphmem's public entry point, one object per database connection.
+
+It owns the driver and hands every call to the repository functions as a unit of
+work: one read or write transaction per logical operation (one per chunk for batch
+writes), so that a failure leaves nothing of that operation behind. Every method
+takes a :class:`Scope` first and checks it before any query runs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
+from typing import Any
+
+import neo4j
+
+from . import facts, schema
+from .db import Database, RetryPolicy, Tx
+from .errors import InputError, NotFoundError
+from .models import (
+    Answer,
+    Authority,
+    Entity,
+    FactIn,
+    FactVersion,
+    Period,
+    Require,
+    Scope,
+    Source,
+    WriteReport,
+    check_scope,
+)
+from .values import digest
+
+Clock = Callable[[], dt.datetime]
+
+
+def _aware(name: str, value: dt.datetime | None) -> dt.datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, dt.datetime):
+        raise InputError(name, f"a datetime is required, got {type(value).__name__}")
+    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+        raise InputError(name, "naive datetime refused: give a timezone (for example UTC)")
+    return value.astimezone(dt.UTC)
+
+
+def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
+
+
+class Memory:
+    """A bitemporal memory in one Neo4j database.
+
+    Use :meth:`connect` or :meth:`from_env`, ideally as a context manager. ``required_scope``
+    names the scope keys (beside the tenant) that every call must carry; ``clock`` is for
+    tests only (production stamps ``recorded_at`` with the server's transaction time).
+    """
+
+    def __init__(
+        self,
+        driver: neo4j.Driver,
+        database: str | None = None,
+        *,
+        required_scope: tuple[str, ...] = (),
+        retry: RetryPolicy | None = None,
+        clock: Clock | None = None,
+        chunk_size: int = 500,
+    ):
+        self._db = Database(driver, database, retry)
+        self._required = tuple(required_scope)
+        self._clock = clock
+        self._chunk_size = chunk_size
+
+    # ------------------------------------------------------------ lifecycle
+
+    @classmethod
+    def connect(
+        cls,
+        uri: str,
+        auth: tuple[str, str] | None = None,
+        database: str | None = None,
+        **options: Any,
+    ) -> Memory:
+        """Connect to ``uri`` (``bolt://``, ``neo4j://`` for a cluster or Aura, ``+s`` for TLS)."""
+        driver = neo4j.GraphDatabase.driver(uri, auth=auth, notifications_min_severity="OFF")
+        return cls(driver, database, **options)
+
+    @classmethod
+    def from_env(cls, **options: Any) -> Memory:
+        """Connect with ``GRAPHMEM_NEO4J_URI`` / ``_USER`` / ``_PASSWORD`` / ``_DATABASE``."""
+        uri = os.environ.get("GRAPHMEM_NEO4J_URI")
+        if not uri:
+            raise InputError("GRAPHMEM_NEO4J_URI", "not set; e.g. bolt://127.0.0.1:7687")
+        password = os.environ.get("GRAPHMEM_NEO4J_PASSWORD")
+        auth = (os.environ.get("GRAPHMEM_NEO4J_USER", "neo4j"), password) if password else None
+        return cls.connect(uri, auth, os.environ.get("GRAPHMEM_NEO4J_DATABASE") or None, **options)
+
+    def close(self) -> None:
+        self._db.driver.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def db(self) -> Database:
+        """The transaction runner, for the other repositories built on this memory."""
+        return self._db
+
+    def migrate(self) -> int:
+        """Apply the schema (idempotent, safe to race); return the recorded schema version."""
+        return schema.migrate(self._db)
+
+    def schema_version(self) -> int:
+        return schema.current_version(self._db)
+
+    def server_info(self) -> dict[str, Any]:
+        """Neo4j's name, version and edition, and graphmem's schema objects."""
+        info = self._db.read_one("admin.server_info") or {}
+        info["schema_version"] = self.schema_version()
+        info["schema"] = self._db.read_all("admin.constraints_and_indexes")
+        return info
+
+    # ------------------------------------------------------------ helpers
+
+    def scope(self, scope: Any) -> Scope:
+        """Fail closed: the scope must be a Scope carrying every required key."""
+        return check_scope(scope, self._required)
+
+    def _now(self) -> dt.datetime | None:
+        return self._clock() if self._clock else None
+
+    def write(self, label: str, work: Callable[[Tx, Any], Any]) -> Any:
+        """Run ``work(tx, recorded_at)`` in one write transaction with its transaction time."""
+        return self._db.write(lambda tx: work(tx, facts.tick(tx, self._now())), label)
+
+    # ------------------------------------------------------------ writes
+
+    def put_entity(self, scope: Scope, entity: Entity) -> None:
+        """Create or update an entity (its descriptive fields are not versioned)."""
+        scope = self.scope(scope)
+        self.write("put_entity", lambda tx, at: facts.put_entity(tx, scope, entity, at))
+
+    def record_source(self, scope: Scope, source: Source) -> bool:
+        """Record a source; re-recording the identical source changes nothing (returns False)."""
+        scope = self.scope(scope)
+        return self.write("record_source", lambda tx, at: facts.record_source(tx, scope, source, at))
+
+    def assert_fact(
+        self, scope: Scope, fact: FactIn, *, expected_revision: int | None = None
+    ) -> FactVersion:
+        """Assert one fact; return the version it created or added evidence to.
+
+        With ``expected_revision``, raise ConcurrentWriteError unless the key is at that
+        revision (0 for a new key); without it, concurrent writers serialise.
+        """
+        scope = self.scope(scope)
+
+        def work(tx: Tx, at: Any) -> FactVersion:
+            result = facts.write_facts(tx, scope, [fact], at, expected_revision)
+            return facts.versions_by_id(tx, scope, result.version_ids)[0]
+
+        return self.write("assert_fact", work)
+
+    def assert_facts(self, scope: Scope, items: Iterable[FactIn]) -> WriteReport:
+        """Assert many facts, ``chunk_size`` per transaction; a failed chunk leaves nothing."""
+        scope = self.scope(scope)
+        totals = WriteReport()
+        ids: list[str] = []
+        for chunk in _chunks(items, self._chunk_size):
+            r = self.write(
+                "assert_facts", lambda tx, at, c=chunk: facts.write_facts(tx, scope, c, at)
+            )
+            ids.extend(r.version_ids)
+            totals = WriteReport(
+                rows=totals.rows + len(chunk),
+                created=totals.created + r.created,
+                evidence_added=totals.evidence_added + r.evidence_added,
+                unchanged=totals.unchanged + r.unchanged,
+                chunks=totals.chunks + 1,
+            )
+        return totals.model_copy(update={"version_ids": tuple(ids)})
+
+    def invalidate(self, scope: Scope, version_id: str, reason: str, *, by: str | None = None) -> FactVersion:
+        """Mark a version as wrong from now on (known_at before now still shows it)."""
+        scope = self.scope(scope)
+        if not reason:
+            raise InputError("reason", "an invalidation needs a reason")
+
+        def work(tx: Tx, at: Any) -> FactVersion:
+            self._existing(tx, scope, [version_id])
+            tx.run(
+                "lifecycle.invalidate",
+                version_ids=[version_id],
+                record_id=digest(version_id, at, prefix="inv_"),
+                reason=reason,
+                by=by,
+                cause=None,
+                recorded_at=at,
+                **facts.scope_params(scope),
+            )
+            return facts.versions_by_id(tx, scope, [version_id])[0]
+
+        return self.write("invalidate", work)
+
+    def resolve(
+        self, scope: Scope, *, versions: list[str], value: Any, reason: str, by: str
+    ) -> FactVersion:
+        """Settle a conflict: a ``user_correction`` assertion of ``value`` naming the versions.
+
+        It wins from its own times on; reads at earlier cutoffs or known_at still show
+        the conflict that existed then.
+        """
+        scope = self.scope(scope)
+        if not versions:
+            raise InputError("versions", "name at least one version to resolve")
+        if not by:
+            raise InputError("by", "a resolution names who made it")
+
+        def work(tx: Tx, at: Any) -> FactVersion:
+            settled = self._existing(tx, scope, versions)
+            keys = {(v.entity, v.attribute, v.unit, v.definition, v.period) for v in settled}
+            if len(keys) != 1:
+                raise InputError("versions", "all versions of a resolution must share one fact key")
+            first = settled[0]
+            record_id = digest(scope.id, sorted(versions), at, prefix="res_")
+            source = Source(
+                id=f"resolution:{record_id}",
+                kind="resolution",
+                authority=Authority.USER_CORRECTION,
+                publisher=f"user:{by}",
+                available_by=facts.native(at),
+                title=reason,
+            )
+            facts.record_source(tx, scope, source, at)
+            fact = FactIn(
+                entity=first.entity,
+                attribute=first.attribute,
+                unit=first.unit,
+                definition=first.definition,
+                period=first.period,
+                value=value,
+                sources=(source.id,),
+            )
+            chosen = facts.write_facts(tx, scope, [fact], at).version_ids[0]
+            tx.run(
+                "lifecycle.resolve",
+                chosen=chosen,
+                settled=[v for v in versions if v != chosen],
+                record_id=record_id,
+                reason=reason,
+                by=by,
+                recorded_at=at,
+                available_by=at,
+                **facts.scope_params(scope),
+            )
+            return facts.versions_by_id(tx, scope, [chosen])[0]
+
+        return self.write("resolve", work)
+
+    def erase(
+        self,
+        scope: Scope,
+        *,
+        entity: str | None = None,
+        source_id: str | None = None,
+        reason: str,
+        by: str | None = None,
+    ) -> int:
+        """Forget an entity or a source: payloads go from every version and read; tombstones stay.
+
+        Returns how many fact versions were erased.
+        """
+        scope = self.scope(scope)
+        if (entity is None) == (source_id is None):
+            raise InputError("erase", "give exactly one of entity= or source_id=")
+        if not reason:
+            raise InputError("reason", "an erasure needs a reason")
+        e_uid = facts.entity_uid(scope, entity) if entity else None
+        s_uid = facts.source_uid(scope, source_id) if source_id else None
+
+        def work(tx: Tx, at: Any) -> int:
+            params = facts.scope_params(scope)
+            targets = tx.one("lifecycle.erase_targets", entity_uid=e_uid, source_uid=s_uid, **params)
+            row = tx.one(
+                "lifecycle.erase",
+                version_ids=targets["version_ids"] if targets else [],
+                entity_uid=e_uid,
+                source_uid=s_uid,
+                record_id=digest(scope.id, e_uid, s_uid, at, prefix="era_"),
+                target=f"entity:{entity}" if entity else f"source:{source_id}",
+                reason=reason,
+                by=by,
+                recorded_at=at,
+                **params,
+            )
+            return int(row["erased"]) if row else 0
+
+        return self.write("erase", work)
+
+    # ------------------------------------------------------------ reads
+
+    def as_of(
+        self,
+        scope: Scope,
+        *,
+        entity: str,
+        attribute: str,
+        period: Period | None = None,
+        cutoff: dt.datetime,
+        known_at: dt.datetime | None = None,
+        unit: str | None = None,
+        definition: str | None = None,
+        require: Require | None = None,
+    ) -> Answer:
+        """What the memory says about ``entity``'s ``attribute`` at (cutoff, known_at).
+
+        Without ``period``, the latest period that has an answer; if several keys end on
+        that day (units, definitions, durations), InputError asks which.
+        """
+        scope = self.scope(scope)
+        cutoff = _aware("cutoff", cutoff)
+        known_at = _aware("known_at", known_at) or self._now()
+        selector = {
+            "entity": entity,
+            "attribute": attribute,
+            "unit": unit,
+            "definition": definition,
+            "period": period.text if period else None,
+            "valid_from": None,
+            "valid_to": None,
+        }
+        answers = self._db.read(
+            lambda tx: facts.read_answers(tx, scope, selector, cutoff, known_at, require), "as_of"
+        )
+        return facts.pick_latest(answers, entity, attribute, cutoff, known_at)
+
+    def facts_as_of(
+        self,
+        scope: Scope,
+        *,
+        entity: str,
+        attribute: str,
+        valid_from: dt.date | None = None,
+        valid_to: dt.date | None = None,
+        cutoff: dt.datetime,
+        known_at: dt.datetime | None = None,
+        require: Require | None = None,
+    ) -> list[Answer]:
+        """Every key of ``entity``/``attribute`` whose period ends in [valid_from, valid_to],
+        answered at (cutoff, known_at); keys with nothing live are left out."""
+        scope = self.scope(scope)
+        cutoff = _aware("cutoff", cutoff)
+        known_at = _aware("known_at", known_at) or self._now()
+        selector = {
+            "entity": entity,
+            "attribute": attribute,
+            "unit": None,
+            "definition": None,
+            "period": None,
+            "valid_from": valid_from,
+            "valid_to": valid_to,
+        }
+        answers = self._db.read(
+            lambda tx: facts.read_answers(tx, scope, selector, cutoff, known_at, require),
+            "facts_as_of",
+        )
+        found = [a for a in answers if a.status != "not_found"]
+        return sorted(found, key=lambda a: ((a.version or a.candidates[0]).period.end,
+                                           (a.version or a.candidates[0]).period.text))
+
+    def history(
+        self, scope: Scope, *, entity: str, attribute: str, period: Period | None = None
+    ) -> list[FactVersion]:
+        """Every version of the key(s), with evidence and lifecycle records, both time axes."""
+        scope = self.scope(scope)
+
+        def work(tx: Tx) -> list[FactVersion]:
+            rows = tx.run(
+                "fact.history",
+                entity=entity,
+                attribute=attribute,
+                period=period.text if period else None,
+                **facts.scope_params(scope),
+            )
+            return facts.versions_by_id(tx, scope, [r["version_id"] for r in rows])
+
+        return self._db.read(work, "history")
+
+    def versions(self, scope: Scope, version_ids: list[str]) -> list[FactVersion]:
+        """Versions by id (unknown ids are left out)."""
+        scope = self.scope(scope)
+        return self._db.read(lambda tx: facts.versions_by_id(tx, scope, version_ids), "versions")
+
+    def _existing(self, tx: Tx, scope: Scope, version_ids: list[str]) -> list[FactVersion]:
+        found = facts.versions_by_id(tx, scope, version_ids)
+        missing = set(version_ids) - {v.version_id for v in found}
+        if missing:
+            raise NotFoundError(f"no version {', '.join(sorted(missing))} in scope {scope.id}")
+        return found

@@ -1,0 +1,292 @@
+"""The public value types: what callers pass in and what reads give back.
+
+All models are pydantic v2 and immutable. Times are timezone-aware (a naive datetime
+is refused, naming the field) and normalised to UTC. Fact values are typed: a
+``Decimal`` (kept exactly, compared numerically), text, a boolean or a ``date``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from enum import Enum
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from .errors import InputError, ScopeError
+
+
+def _aware_utc(value: dt.datetime) -> dt.datetime:
+    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+        raise ValueError("naive datetime refused: give a timezone (for example UTC)")
+    return value.astimezone(dt.UTC)
+
+
+AwareDatetime = Annotated[dt.datetime, AfterValidator(_aware_utc)]
+FactValue = Decimal | bool | dt.date | str
+
+
+class Authority(str, Enum):
+    """Who stands behind a claim, strongest first (DESIGN.md section 3)."""
+
+    USER_CORRECTION = "user_correction"
+    PRIMARY = "primary"
+    DERIVED = "derived"
+    INFERENCE = "inference"
+
+    @property
+    def rank(self) -> int:
+        return {"user_correction": 4, "primary": 3, "derived": 2, "inference": 1}[self.value]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Scope(BaseModel):
+    """Where a call may look and write: a tenant plus any keys the deployment requires.
+
+    ``Scope(tenant="acme", project="q3")``. Every read and write is confined to exactly
+    this scope; a missing tenant or required key raises before any query runs.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+    tenant: str
+
+    @model_validator(mode="after")
+    def _check(self) -> Scope:
+        if not self.tenant or not self.tenant.strip():
+            raise ValueError("tenant must be a non-empty string")
+        for key, value in self.keys().items():
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"scope key {key!r} must be a non-empty string")
+        return self
+
+    def keys(self) -> dict[str, str]:
+        """The scope keys beside the tenant."""
+        return dict(self.__pydantic_extra__ or {})
+
+    @property
+    def id(self) -> str:
+        """A canonical text for the whole scope; equal scopes have equal ids."""
+        parts = [f"tenant={self.tenant}"] + [f"{k}={v}" for k, v in sorted(self.keys().items())]
+        return ";".join(parts)
+
+    def require(self, keys: tuple[str, ...]) -> None:
+        """Fail closed: raise ScopeError unless every required key is present."""
+        missing = [k for k in keys if k not in self.keys()]
+        if missing:
+            raise ScopeError("scope", f"missing required key(s) {', '.join(missing)} in {self.id}")
+
+
+def check_scope(scope: Any, required: tuple[str, ...]) -> Scope:
+    """Validate a call's scope argument before any query: a Scope with all required keys."""
+    if not isinstance(scope, Scope):
+        raise ScopeError("scope", f"a graphmem.Scope is required, got {type(scope).__name__}")
+    scope.require(required)
+    return scope
+
+
+class Period(_Model):
+    """Valid time of a fact: an instant (``end`` only) or a duration (inclusive dates)."""
+
+    start: dt.date | None = None
+    end: dt.date
+
+    @model_validator(mode="after")
+    def _order(self) -> Period:
+        if self.start is not None and self.start > self.end:
+            raise ValueError(f"period start {self.start} is after its end {self.end}")
+        return self
+
+    @property
+    def text(self) -> str:
+        return f"{self.start}..{self.end}" if self.start else str(self.end)
+
+    @property
+    def days(self) -> int | None:
+        return None if self.start is None else (self.end - self.start).days + 1
+
+
+class Entity(_Model):
+    """Something facts are about: a company, a person, a service."""
+
+    id: str = Field(min_length=1)
+    name: str | None = None
+    kind: str | None = None
+    aliases: tuple[str, ...] = ()
+
+
+class Source(_Model):
+    """A document or event that evidences facts, with the time it became public."""
+
+    id: str = Field(min_length=1)
+    kind: str = Field(min_length=1)
+    authority: Authority
+    available_by: AwareDatetime
+    publisher: str | None = None
+    uri: str | None = None
+    title: str | None = None
+    meta: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def publisher_id(self) -> str:
+        """Who stands behind it; by default a source is its own publisher."""
+        return self.publisher or f"source:{self.id}"
+
+
+class FactIn(_Model):
+    """One assertion: ``entity``'s ``attribute`` has ``value`` for ``period``, per ``sources``.
+
+    ``available_by`` defaults to the latest ``available_by`` of its sources.
+    """
+
+    entity: str = Field(min_length=1)
+    attribute: str = Field(min_length=1)
+    value: FactValue
+    period: Period
+    sources: tuple[str, ...] = Field(min_length=1)
+    unit: str = ""
+    definition: str = ""
+    available_by: AwareDatetime | None = None
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _typed(cls, value: Any) -> Any:
+        if isinstance(value, float):
+            raise ValueError("floats are refused: pass a Decimal or a string of digits")
+        if isinstance(value, int) and not isinstance(value, bool):
+            return Decimal(value)
+        if isinstance(value, dt.datetime):
+            raise ValueError("datetimes are not fact values; pass a date")
+        return value
+
+    @field_validator("value")
+    @classmethod
+    def _finite(cls, value: Any) -> Any:
+        if isinstance(value, Decimal) and not value.is_finite():
+            raise ValueError("decimal values must be finite")
+        return value
+
+
+class Require(_Model):
+    """Evidence a read insists on: a minimum authority and/or source kinds."""
+
+    min_authority: Authority | None = None
+    kinds: tuple[str, ...] | None = None
+
+
+class Evidence(_Model):
+    """One source standing behind a version, and when that became known and public."""
+
+    source_id: str
+    kind: str
+    authority: Authority
+    publisher: str
+    uri: str | None = None
+    title: str | None = None
+    available_by: dt.datetime
+    recorded_at: dt.datetime
+    retracted: bool = False
+
+
+class Lifecycle(_Model):
+    """A record of something that happened to a version after it was written."""
+
+    kind: Literal["invalidated", "retracted", "resolved", "erased"]
+    recorded_at: dt.datetime
+    reason: str | None = None
+    by: str | None = None
+    ref: str | None = None
+
+
+class FactVersion(_Model):
+    """One immutable version of a fact key, with its three times and its evidence."""
+
+    version_id: str
+    entity: str
+    attribute: str
+    unit: str
+    definition: str
+    period: Period
+    value: FactValue | None
+    event_time: dt.date
+    available_by: dt.datetime
+    recorded_at: dt.datetime
+    revision: int
+    authority: Authority | None = None
+    sources: tuple[Evidence, ...] = ()
+    lifecycle: tuple[Lifecycle, ...] = ()
+    erased: bool = False
+    derivation: dict[str, Any] | None = None
+
+
+class Explain(_Model):
+    """How many versions each hard filter removed, in the order they ran.
+
+    Scope is applied first, at the index lookup, and is not counted: counting the
+    versions another scope holds would tell this caller that they exist.
+    """
+
+    versions: int = 0
+    known_at: int = 0
+    erased: int = 0
+    cutoff: int = 0
+    invalidated: int = 0
+    retracted: int = 0
+    evidence: int = 0
+    outranked: int = 0
+    superseded: int = 0
+
+    @property
+    def status(self) -> int:
+        """Versions removed by their status at (cutoff, known_at)."""
+        return self.invalidated + self.retracted + self.outranked + self.superseded
+
+    def __add__(self, other: Explain) -> Explain:
+        fields = type(self).model_fields
+        return Explain(**{f: getattr(self, f) + getattr(other, f) for f in fields})
+
+
+class Answer(_Model):
+    """The result of an as-of read: the version chosen, or every candidate of a conflict."""
+
+    status: Literal["active", "conflicted", "not_found"]
+    entity: str
+    attribute: str
+    cutoff: dt.datetime
+    known_at: dt.datetime
+    version: FactVersion | None = None
+    candidates: tuple[FactVersion, ...] = ()
+    explain: Explain = Explain()
+
+    @property
+    def value(self) -> FactValue | None:
+        return self.version.value if self.version else None
+
+
+class WriteReport(_Model):
+    """What a batch write did, counted by outcome."""
+
+    rows: int = 0
+    created: int = 0
+    evidence_added: int = 0
+    unchanged: int = 0
+    chunks: int = 0
+    version_ids: tuple[str, ...] = ()
+
+
+def authority_of(rank: int) -> Authority:
+    """The Authority with this numeric rank (4 = user_correction ... 1 = inference)."""
+    for authority in Authority:
+        if authority.rank == rank:
+            return authority
+    raise InputError("authority", f"no authority has rank {rank}")

@@ -1,0 +1,246 @@
+"""Start, stop and inspect the embedded Neo4j launcher (docker/launcher) on this machine.
+
+The launcher is a Maven project that runs Neo4j 5.26 Community through the embedded
+API with Bolt on 127.0.0.1. ``start`` builds it once (the jar is rebuilt only when
+its pom or sources are newer), starts it in its own process group, waits until Bolt
+answers and records its pid in ``<home>/launcher.pid``; ``stop`` signals exactly that
+pid (after checking it is still our launcher for that data directory) and waits for
+a clean shutdown. Nothing is ever stopped by process name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import neo4j
+from neo4j.exceptions import AuthError, DriverError, Neo4jError
+
+from .errors import ServerError
+
+JAR_NAME = "graphmem-launcher.jar"
+JVM_FLAGS = (
+    # Neo4j's page cache and native I/O reach into these JDK internals.
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "-XX:+UseG1GC",
+    "-Dfile.encoding=UTF-8",
+)
+
+
+def default_home() -> Path:
+    """``$GRAPHMEM_HOME``, else ``~/.graphmem``: where the data, log and pid file live."""
+    return Path(os.environ.get("GRAPHMEM_HOME", Path.home() / ".graphmem")).expanduser()
+
+
+def launcher_dir() -> Path:
+    """The launcher's Maven project: ``$GRAPHMEM_LAUNCHER_DIR`` or the checkout's docker/launcher."""
+    explicit = os.environ.get("GRAPHMEM_LAUNCHER_DIR")
+    path = Path(explicit) if explicit else Path(__file__).resolve().parents[1] / "docker" / "launcher"
+    if not (path / "pom.xml").is_file():
+        raise ServerError(
+            f"launcher sources not found at {path}; run from a graphmem checkout or set "
+            "GRAPHMEM_LAUNCHER_DIR to its docker/launcher folder"
+        )
+    return path
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Everything one launcher instance needs; one instance per data directory."""
+
+    home: Path = field(default_factory=default_home)
+    port: int = 7687
+    heap: str = "1g"
+    pagecache: str = "512m"
+    password: str | None = None
+
+    @property
+    def uri(self) -> str:
+        return f"bolt://127.0.0.1:{self.port}"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.home / "launcher.pid"
+
+    @property
+    def log_file(self) -> Path:
+        return self.home / "launcher.log"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.home / "neo4j"
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    running: bool
+    pid: int | None
+    uri: str | None
+    home: Path
+
+
+def build(source: Path | None = None) -> Path:
+    """Build the launcher jar with Maven unless an up-to-date one is there; return its path."""
+    source = source or launcher_dir()
+    jar = source / "target" / JAR_NAME
+    inputs = [source / "pom.xml", *(source / "src").rglob("*.java")]
+    if jar.is_file() and (source / "target" / "lib").is_dir():
+        if jar.stat().st_mtime >= max(p.stat().st_mtime for p in inputs):
+            return jar
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise ServerError("Maven (mvn) is not on PATH; install it to build the Neo4j launcher")
+    proc = subprocess.run(
+        [mvn, "-B", "-q", "package"], cwd=source, capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0 or not jar.is_file():
+        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
+        raise ServerError(f"Maven build of the launcher failed in {source}:\n{tail}")
+    return jar
+
+
+def _read_pid(cfg: ServerConfig) -> int | None:
+    try:
+        return int(json.loads(cfg.pid_file.read_text())["pid"])
+    except (FileNotFoundError, ValueError, KeyError, json.JSONDecodeError):
+        return None
+
+
+def _is_our_launcher(pid: int, cfg: ServerConfig) -> bool:
+    """True if ``pid`` is alive and is a launcher for this data directory (not a reused pid)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return False
+    wanted = f"-Dgraphmem.home={cfg.data_dir.resolve()}".encode()
+    return wanted in cmdline and any(arg.endswith(JAR_NAME.encode()) for arg in cmdline)
+
+
+def status(cfg: ServerConfig) -> ServerStatus:
+    pid = _read_pid(cfg)
+    running = pid is not None and _is_our_launcher(pid, cfg)
+    uri = None
+    if running:
+        uri = json.loads(cfg.pid_file.read_text()).get("uri")
+    return ServerStatus(running=running, pid=pid if running else None, uri=uri, home=cfg.home)
+
+
+def _log_tail(cfg: ServerConfig, lines: int = 30) -> str:
+    try:
+        return "\n".join(cfg.log_file.read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return "(no log written)"
+
+
+def wait_for_bolt(uri: str, auth: tuple[str, str] | None, timeout: float) -> None:
+    """Block until a Bolt handshake and a query succeed at ``uri``, or raise ServerError."""
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            with neo4j.GraphDatabase.driver(uri, auth=auth, connection_timeout=2) as driver:
+                driver.verify_connectivity()
+                return
+        except AuthError:
+            raise
+        except (DriverError, Neo4jError, OSError) as exc:
+            last = exc
+            time.sleep(0.5)
+    raise ServerError(f"Bolt at {uri} did not answer within {timeout:.0f}s: {last}")
+
+
+def start(cfg: ServerConfig, timeout: float = 180.0) -> ServerStatus:
+    """Build if needed, start the launcher in the background and wait for Bolt."""
+    current = status(cfg)
+    if current.running:
+        raise ServerError(
+            f"a graphmem Neo4j is already running for {cfg.home} (pid {current.pid}, {current.uri})"
+        )
+    cfg.pid_file.unlink(missing_ok=True)  # stale: its process is gone
+    jar = build()
+    java = shutil.which("java", path=str(Path(os.environ["JAVA_HOME"]) / "bin")) if os.environ.get(
+        "JAVA_HOME"
+    ) else shutil.which("java")
+    if java is None:
+        raise ServerError("no java found (JAVA_HOME or PATH); Neo4j 5.26 needs Java 17 or 21")
+    cfg.home.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env.pop("GRAPHMEM_NEO4J_PASSWORD", None)
+    if cfg.password:
+        env["GRAPHMEM_NEO4J_PASSWORD"] = cfg.password
+    cmd = [
+        java,
+        f"-Xms{cfg.heap}",
+        f"-Xmx{cfg.heap}",
+        *JVM_FLAGS,
+        f"-Dgraphmem.home={cfg.data_dir.resolve()}",
+        f"-Dgraphmem.port={cfg.port}",
+        f"-Dgraphmem.pagecache={cfg.pagecache}",
+        "-jar",
+        str(jar),
+    ]
+    with open(cfg.log_file, "ab") as log:
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env=env, start_new_session=True,
+        )
+    cfg.pid_file.write_text(json.dumps({"pid": proc.pid, "uri": cfg.uri, "port": cfg.port}))
+    auth = ("neo4j", cfg.password) if cfg.password else None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            cfg.pid_file.unlink(missing_ok=True)
+            raise ServerError(
+                f"the launcher exited with code {proc.returncode} before Bolt answered; "
+                f"log {cfg.log_file}:\n{_log_tail(cfg)}"
+            )
+        try:
+            wait_for_bolt(cfg.uri, auth, timeout=2)
+            return status(cfg)
+        except ServerError:
+            continue
+    _terminate(proc.pid, 30)
+    cfg.pid_file.unlink(missing_ok=True)
+    raise ServerError(
+        f"Bolt did not answer on {cfg.uri} within {timeout:.0f}s; log {cfg.log_file}:\n"
+        f"{_log_tail(cfg)}"
+    )
+
+
+def _terminate(pid: int, timeout: float) -> None:
+    """SIGTERM ``pid`` (a clean Neo4j shutdown), then SIGKILL if it outlives ``timeout``."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            finished, _ = os.waitpid(pid, os.WNOHANG)  # reap it if it is our child
+            if finished == pid:
+                return
+        except ChildProcessError:
+            pass
+        if not Path(f"/proc/{pid}").exists():
+            return
+        time.sleep(0.2)
+    os.kill(pid, signal.SIGKILL)
+
+
+def stop(cfg: ServerConfig, timeout: float = 60.0) -> bool:
+    """Stop the launcher recorded for ``cfg.home``; return False if none was running."""
+    current = status(cfg)
+    if not current.running or current.pid is None:
+        cfg.pid_file.unlink(missing_ok=True)
+        return False
+    _terminate(current.pid, timeout)
+    cfg.pid_file.unlink(missing_ok=True)
+    return True

@@ -1,0 +1,61 @@
+"""Typed fact values as the graph stores them, and the stable ids derived from them.
+
+A value is stored as canonical text beside its type, so a decimal round-trips
+exactly (``Decimal("123.450")`` is stored as ``123.45`` and compares equal), and two
+writes of the same value agree on their text. Ids are hashes of canonical JSON, so
+they are stable across machines and reloads: the same assertion always names the
+same version and the same idempotency key.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from decimal import Decimal
+from typing import Any
+
+from .models import FactValue
+
+
+def encode(value: FactValue) -> tuple[str, str, float | None]:
+    """Return ``(type, canonical text, float copy for range queries)`` for a fact value."""
+    if isinstance(value, bool):
+        return "boolean", "true" if value else "false", None
+    if isinstance(value, Decimal):
+        text = format(value.normalize(), "f")
+        if text in ("-0", "-0.0"):
+            text = "0"
+        if "." in text:
+            text = text.rstrip("0").rstrip(".")
+        return "decimal", text, float(value)
+    if isinstance(value, dt.date):
+        return "date", value.isoformat(), None
+    if isinstance(value, str):
+        return "text", value, None
+    raise TypeError(f"unsupported fact value type {type(value).__name__}")
+
+
+def decode(value_type: str | None, text: str | None) -> FactValue | None:
+    """Inverse of :func:`encode`; an erased value (None) stays None."""
+    if text is None or value_type is None:
+        return None
+    if value_type == "decimal":
+        return Decimal(text)
+    if value_type == "boolean":
+        return text == "true"
+    if value_type == "date":
+        return dt.date.fromisoformat(text)
+    return text
+
+
+def digest(*parts: Any, prefix: str = "", size: int = 24) -> str:
+    """A short stable hash of JSON-encoded parts (dates and datetimes as ISO text)."""
+    payload = json.dumps(parts, default=_iso, separators=(",", ":"), ensure_ascii=False)
+    return prefix + hashlib.sha256(payload.encode()).hexdigest()[:size]
+
+
+def _iso(value: Any) -> str:
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    raise TypeError(f"cannot encode {type(value).__name__}")

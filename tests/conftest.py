@@ -1,0 +1,96 @@
+"""One real Neo4j per test session, chosen by one rule, and a fresh tenant per test.
+
+Choice: ``GRAPHMEM_NEO4J_URI`` if set (user/password from ``GRAPHMEM_NEO4J_USER`` /
+``GRAPHMEM_NEO4J_PASSWORD``); else testcontainers' Neo4j module if a Docker daemon
+answers; else the embedded launcher (docker/launcher) in a temporary folder on a
+free port. The database is never mocked.
+
+Isolation: Community has one user database, so each test gets its own tenant
+(a random ``Scope``). graphmem never lets a read cross tenants, so tests cannot see
+each other's data, and nothing has to be deleted between tests — which keeps the
+suite fast and also exercises scope isolation on every test.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from graphmem import Memory, Scope
+from graphmem import server as srv
+
+
+@dataclass
+class Neo4jServer:
+    uri: str
+    auth: tuple[str, str] | None
+    kind: str  # "env", "testcontainers" or "launcher"
+    config: srv.ServerConfig | None = None  # only for the launcher: lets tests restart it
+
+    def connect(self, **options) -> Memory:
+        return Memory.connect(self.uri, self.auth, **options)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _docker_answers() -> bool:
+    try:
+        import docker
+
+        docker.from_env(timeout=3).ping()
+        return True
+    except Exception:  # noqa: BLE001 - any failure means "no usable daemon"
+        return False
+
+
+@pytest.fixture(scope="session")
+def neo4j_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neo4jServer]:
+    uri = os.environ.get("GRAPHMEM_NEO4J_URI")
+    if uri:
+        password = os.environ.get("GRAPHMEM_NEO4J_PASSWORD")
+        auth = (os.environ.get("GRAPHMEM_NEO4J_USER", "neo4j"), password) if password else None
+        yield Neo4jServer(uri, auth, "env")
+        return
+    if _docker_answers():
+        from testcontainers.neo4j import Neo4jContainer
+
+        with Neo4jContainer("neo4j:5.26-community", password="graphmem-test") as container:
+            yield Neo4jServer(container.get_connection_url(), ("neo4j", "graphmem-test"),
+                              "testcontainers")
+        return
+    home = Path(tmp_path_factory.mktemp("neo4j"))
+    config = srv.ServerConfig(home=home, port=_free_port(), heap="1g", pagecache="256m")
+    srv.start(config)
+    try:
+        yield Neo4jServer(config.uri, None, "launcher", config)
+    finally:
+        srv.stop(config)
+
+
+@pytest.fixture(scope="session")
+def migrated(neo4j_server: Neo4jServer) -> Neo4jServer:
+    with neo4j_server.connect() as mem:
+        mem.migrate()
+    return neo4j_server
+
+
+@pytest.fixture
+def mem(migrated: Neo4jServer) -> Iterator[Memory]:
+    with migrated.connect() as memory:
+        yield memory
+
+
+@pytest.fixture
+def scope() -> Scope:
+    """A tenant of this test's own."""
+    return Scope(tenant=f"test-{uuid.uuid4().hex[:12]}")
