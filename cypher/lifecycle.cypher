@@ -15,15 +15,6 @@ CREATE (x:Record:Invalidation {id: $record_id + ':' + vid, kind: 'invalidated', 
 CREATE (x)-[:INVALIDATES]->(f)
 RETURN f.version_id AS version_id
 
-// name: lifecycle.retract_source
-MATCH (s:Source {uid: $uid})
-WHERE s.tenant = $tenant AND s.scope = $scope
-  AND NOT EXISTS { (s)<-[:RETRACTS]-(:Retraction) }
-CREATE (x:Record:Retraction {id: $record_id, kind: 'retracted', tenant: $tenant, scope: $scope,
-                             reason: $reason, by: $by, recorded_at: $recorded_at})
-CREATE (x)-[:RETRACTS]->(s)
-RETURN x.id AS id
-
 // name: lifecycle.resolve
 // Records which versions a resolution settles and which one it chose.
 MATCH (w:Fact {version_id: $chosen})-[:VERSION_OF]->(k:FactKey)
@@ -74,3 +65,16 @@ SET f.value = null, f.value_num = null, f.erased_at = coalesce(f.erased_at, $rec
     k.revision = k.revision + 1
 CREATE (x)-[:ERASES]->(f)
 RETURN count(f) AS erased
+
+// name: lifecycle.retract
+// Retraction records for sources (a withdrawn source, or the derivations a cascade
+// invalidates). Idempotent: a source already retracted gets no second record.
+UNWIND $uids AS uid
+MATCH (s:Source {uid: uid})
+WHERE s.tenant = $tenant AND s.scope = $scope
+  AND NOT EXISTS { (s)<-[:RETRACTS]-(:Retraction) }
+CREATE (x:Record:Retraction {id: $record_id + ':' + s.id, kind: 'retracted', tenant: $tenant,
+                             scope: $scope, reason: $reason, by: $by, cause: $cause,
+                             recorded_at: $recorded_at})
+CREATE (x)-[:RETRACTS]->(s)
+RETURN s.id AS id

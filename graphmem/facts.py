@@ -204,6 +204,8 @@ def _assertions(tx: Tx, scope: Scope, facts: Sequence[FactIn]) -> list[Assertion
             raise InputError(
                 f"facts[{row}].entity", f"entity {fact.entity!r} not found in scope; put_entity first"
             )
+        if not fact.sources:
+            raise InputError(f"facts[{row}].sources", "a fact needs at least one source")
         stamps = []
         for sid in fact.sources:
             stored = sources.get(source_uid(scope, sid))

@@ -16,7 +16,7 @@ from typing import Any
 
 import neo4j
 
-from . import facts, schema
+from . import facts, lineage, schema
 from .db import Database, RetryPolicy, Tx
 from .errors import InputError, NotFoundError
 from .models import (
@@ -206,6 +206,12 @@ class Memory:
                 recorded_at=at,
                 **facts.scope_params(scope),
             )
+            # Derived facts built on it are invalid too: retract their derivations.
+            report = lineage.impact(tx, scope, source_id=None, version_id=version_id,
+                                    max_depth=None, cutoff=None, known_at=at)
+            tx.run("lifecycle.retract", uids=lineage.retraction_targets(report, scope),
+                   record_id=digest(version_id, at, prefix="ret_"), reason=reason, by=by,
+                   cause=f"version:{version_id}", recorded_at=at, **facts.scope_params(scope))
             return facts.versions_by_id(tx, scope, [version_id])[0]
 
         return self.write("invalidate", work)
@@ -405,3 +411,102 @@ class Memory:
         if missing:
             raise NotFoundError(f"no version {', '.join(sorted(missing))} in scope {scope.id}")
         return found
+
+    # ------------------------------------------------------------ lineage
+
+    def derive(
+        self,
+        scope: Scope,
+        *,
+        method: str,
+        method_version: str,
+        params: dict[str, Any],
+        inputs: dict[str, str | list[str]],
+        output: FactIn,
+        cutoff: dt.datetime | None = None,
+    ) -> FactVersion:
+        """Record a derivation and its output fact (authority ``derived``).
+
+        The output's ``available_by`` is the latest of its inputs'. With ``cutoff``, every
+        input must have been public by then (no look-ahead). A derivation that would
+        consume its own downstream is refused. Re-deriving the same thing changes nothing.
+        """
+        scope = self.scope(scope)
+        cutoff = _aware("cutoff", cutoff)
+        if not method or not method_version:
+            raise InputError("method", "a derivation needs a method and a method version")
+        rows = lineage.normalise_inputs(inputs)
+        params_text = lineage.params_json(params)
+        key_uid = facts.KeySpec.of(scope, output).uid
+
+        def work(tx: Tx, at: Any) -> FactVersion:
+            available_by = lineage.check_inputs(tx, scope, rows, cutoff)
+            did = lineage.derivation_id(method, method_version, params, rows, key_uid)
+            source = Source(id=f"derivation:{did}", kind="derivation",
+                            authority=Authority.DERIVED, publisher=f"method:{method}",
+                            available_by=available_by,
+                            title=f"{method} {method_version}")
+            if facts.record_source(tx, scope, source, at):
+                tx.run("lineage.mark_derivation", uid=facts.source_uid(scope, source.id),
+                       method=method, method_version=method_version, params=params_text,
+                       cutoff=cutoff, inputs=rows, **facts.scope_params(scope))
+            out = output.model_copy(update={"sources": (source.id,), "available_by": available_by})
+            vid = facts.write_facts(tx, scope, [out], at).version_ids[0]
+            lineage.refuse_cycles(tx, scope, [r["version_id"] for r in rows], vid)
+            return facts.versions_by_id(tx, scope, [vid])[0]
+
+        return self.write("derive", work)
+
+    def impact(
+        self,
+        scope: Scope,
+        *,
+        source_id: str | None = None,
+        version_id: str | None = None,
+        max_depth: int | None = None,
+        cutoff: dt.datetime | None = None,
+        known_at: dt.datetime | None = None,
+    ) -> lineage.ImpactReport:
+        """What lies downstream of a source (as if retracted) or a version (as if invalid)."""
+        scope = self.scope(scope)
+        cutoff = _aware("cutoff", cutoff)
+        known_at = _aware("known_at", known_at) or self._now() or dt.datetime.now(dt.UTC)
+        return self._db.read(
+            lambda tx: lineage.impact(tx, scope, source_id=source_id, version_id=version_id,
+                                      max_depth=max_depth, cutoff=cutoff, known_at=known_at),
+            "impact",
+        )
+
+    def retract_source(self, scope: Scope, source_id: str, *, reason: str,
+                       by: str | None = None) -> lineage.ImpactReport:
+        """Withdraw a source: retract it and every derivation its impact makes invalid.
+
+        One transaction; running it again changes nothing; reads with known_at before it
+        still see the old state. Returns the impact report it applied.
+        """
+        scope = self.scope(scope)
+        if not reason:
+            raise InputError("reason", "a retraction needs a reason")
+
+        def work(tx: Tx, at: Any) -> lineage.ImpactReport:
+            report = lineage.impact(tx, scope, source_id=source_id, version_id=None,
+                                    max_depth=None, cutoff=None, known_at=at)
+            uids = [facts.source_uid(scope, source_id), *lineage.retraction_targets(report, scope)]
+            tx.run("lifecycle.retract", uids=uids, record_id=digest(scope.id, source_id, at,
+                                                                      prefix="ret_"),
+                   reason=reason, by=by, cause=f"source:{source_id}", recorded_at=at,
+                   **facts.scope_params(scope))
+            return report
+
+        return self.write("retract_source", work)
+
+    def lineage(self, scope: Scope, version_id: str, direction: str = "upstream",
+                max_depth: int | None = None) -> Any:
+        """The lineage of a version as a ``networkx.DiGraph`` (edges from input to output)."""
+        scope = self.scope(scope)
+        known_at = self._now() or dt.datetime.now(dt.UTC)
+        return self._db.read(
+            lambda tx: lineage.lineage_graph(tx, scope, version_id, direction, max_depth,
+                                             known_at),
+            "lineage",
+        )

@@ -153,7 +153,7 @@ class FactIn(_Model):
     attribute: str = Field(min_length=1)
     value: FactValue
     period: Period
-    sources: tuple[str, ...] = Field(min_length=1)
+    sources: tuple[str, ...] = ()
     unit: str = ""
     definition: str = ""
     available_by: AwareDatetime | None = None

@@ -58,4 +58,6 @@ def digest(*parts: Any, prefix: str = "", size: int = 24) -> str:
 def _iso(value: Any) -> str:
     if isinstance(value, (dt.date, dt.datetime)):
         return value.isoformat()
+    if hasattr(value, "iso_format"):  # neo4j.time values returned by the driver
+        return value.iso_format()
     raise TypeError(f"cannot encode {type(value).__name__}")

@@ -1,0 +1,137 @@
+"""Lineage against the real Neo4j: derive, impact, retraction cascade, recompute order."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import networkx as nx
+import pytest
+
+from graphmem import Entity, FactIn, InputError, Period, Source
+
+UTC = dt.UTC
+T0 = dt.datetime(2025, 1, 10, tzinfo=UTC)
+Q = Period(start=dt.date(2024, 10, 1), end=dt.date(2024, 12, 31))
+
+
+def day(n: int) -> dt.datetime:
+    return T0 + dt.timedelta(days=n)
+
+
+@pytest.fixture
+def base(mem, scope):
+    """Entity E; sources A (day 0), B (day 1), C (day 2); facts x (A), y (B), z (A and C)."""
+    mem.put_entity(scope, Entity(id="E"))
+    for i, sid in enumerate("ABC"):
+        mem.record_source(scope, Source(id=sid, kind="report", authority="primary",
+                                        publisher="E", available_by=day(i)))
+
+    def fact(attr, value, *sources):
+        return mem.assert_fact(scope, FactIn(entity="E", attribute=attr, value=value, period=Q,
+                                             unit="USD", sources=sources))
+
+    return {"x": fact("x", 10, "A"), "y": fact("y", 20, "B"), "z": fact("z", 5, "A", "C")}
+
+
+def derive(mem, scope, attr, value, **inputs):
+    return mem.derive(scope, method=f"calc-{attr}", method_version="1", params={"k": 1},
+                      inputs={role: v.version_id for role, v in inputs.items()},
+                      output=FactIn(entity="E", attribute=attr, value=value, period=Q, unit="USD"))
+
+
+def test_chain_and_diamond_are_reported_once_with_depth_and_order(mem, scope, base):
+    s = derive(mem, scope, "s", 30, a=base["x"], b=base["y"])   # x + y
+    t = derive(mem, scope, "t", 60, a=s)                          # 2s
+    u = derive(mem, scope, "u", 90, a=s, b=t)                     # diamond: s reaches u twice
+    assert s.authority.value == "derived"
+    assert s.available_by == day(1), "a derived fact is public when its last input was"
+    report = mem.impact(scope, source_id="A")
+    by_id = {i.id: i for i in report.items}
+    assert by_id[base["x"].version_id].reason == "invalid"
+    assert by_id[base["z"].version_id].reason == "survives", "z has C as well"
+    for v in (s, t, u):
+        assert by_id[v.version_id].reason == "invalid"
+    assert [i.id for i in report.items].count(u.version_id) == 1
+    assert by_id[u.version_id].depth == 5  # A -> x -> d(s) -> s -> d(u) -> u
+    order = list(report.recompute_order)
+    assert len(order) == 3 and order.index(_drv(mem, scope, s)) < order.index(_drv(mem, scope, t))
+    assert order.index(_drv(mem, scope, t)) < order.index(_drv(mem, scope, u))
+    assert report.counts["facts_invalid"] == 4 and report.counts["facts_survives"] == 1
+    assert "recompute order" in report.table()
+    assert '"origin": "s:A"' in report.to_json()
+
+
+def _drv(mem, scope, version):
+    graph = mem.lineage(scope, version.version_id, "upstream", max_depth=2)
+    return next(n[2:] for n in graph if n.startswith("d:"))
+
+
+def test_retract_applies_the_cascade_and_old_known_at_still_sees_it(mem, scope, base):
+    s = derive(mem, scope, "s", 30, a=base["x"], b=base["y"])
+    t = derive(mem, scope, "t", 60, a=s)
+    before = dt.datetime.now(UTC)
+    report = mem.retract_source(scope, "A", reason="filing withdrawn")
+    assert {i.id for i in report.items if i.reason == "invalid"} >= {s.version_id, t.version_id}
+    late = day(30)
+    for attr in ("x", "s", "t"):
+        assert mem.as_of(scope, entity="E", attribute=attr, cutoff=late).status == "not_found"
+        old = mem.as_of(scope, entity="E", attribute=attr, cutoff=late, known_at=before)
+        assert old.status == "active"
+    assert mem.as_of(scope, entity="E", attribute="z", cutoff=late).value == 5
+    again = mem.retract_source(scope, "A", reason="filing withdrawn")
+    assert again.counts == report.counts
+    history = mem.history(scope, entity="E", attribute="x")
+    assert sum(1 for x in history[0].lifecycle if x.kind == "retracted") == 1
+
+
+def test_superseded_input_makes_consumers_stale_not_invalid(mem, scope, base):
+    s = derive(mem, scope, "s", 30, a=base["x"], b=base["y"])
+    mem.record_source(scope, Source(id="D", kind="report", authority="primary", publisher="E",
+                                    available_by=day(5)))
+    mem.assert_fact(scope, FactIn(entity="E", attribute="x", value=11, period=Q, unit="USD",
+                                  sources=("D",)))
+    report = mem.impact(scope, version_id=base["x"].version_id)
+    by_id = {i.id: i for i in report.items}
+    assert by_id[s.version_id].reason == "stale"
+    assert mem.as_of(scope, entity="E", attribute="s", cutoff=day(30)).value == 30
+
+
+def test_invalidating_an_input_invalidates_derived_facts(mem, scope, base):
+    s = derive(mem, scope, "s", 30, a=base["x"], b=base["y"])
+    mem.invalidate(scope, base["y"].version_id, "wrong figure")
+    assert mem.as_of(scope, entity="E", attribute="s", cutoff=day(30)).status == "not_found"
+    assert mem.versions(scope, [s.version_id])[0].value == 30
+
+
+def test_look_ahead_input_is_refused(mem, scope, base):
+    with pytest.raises(InputError, match="look-ahead"):
+        mem.derive(scope, method="m", method_version="1", params={},
+                   inputs={"a": base["y"].version_id},
+                   output=FactIn(entity="E", attribute="w", value=1, period=Q, unit="USD"),
+                   cutoff=day(0))
+
+
+def test_cycle_is_refused(mem, scope, base):
+    s = derive(mem, scope, "s", 30, a=base["x"])
+    with pytest.raises(InputError, match="cycle"):
+        mem.derive(scope, method="back", method_version="1", params={}, inputs={"a": s.version_id},
+                   output=FactIn(entity="E", attribute="x", value=10, period=Q, unit="USD"))
+
+
+def test_depth_limit_is_honoured_and_said(mem, scope, base):
+    s = derive(mem, scope, "s", 30, a=base["x"])
+    derive(mem, scope, "t", 60, a=s)
+    report = mem.impact(scope, source_id="A", max_depth=3)
+    assert report.truncated
+    assert max(i.depth for i in report.items) <= 3
+
+
+def test_lineage_exports_a_networkx_graph(mem, scope, base, tmp_path):
+    s = derive(mem, scope, "s", 30, a=base["x"], b=base["y"])
+    up = mem.lineage(scope, s.version_id, "upstream")
+    assert nx.is_directed_acyclic_graph(up)
+    assert {"s:A", "s:B"} <= set(up.nodes)
+    assert nx.has_path(up, "s:A", f"f:{s.version_id}")
+    nx.write_graphml(up, tmp_path / "l.graphml")
+    down = mem.lineage(scope, base["x"].version_id, "downstream")
+    assert f"f:{s.version_id}" in down
