@@ -6,16 +6,20 @@ Exit codes: 0 success, 1 a graphmem error (bad input, not found, server fault),
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
+from . import export, render
 from . import server as srv
-from .errors import GraphmemError
+from .errors import GraphmemError, InputError, ServerError
 from .memory import Memory
+from .models import Period, Scope
 
 
 class _Group(click.Group):
@@ -108,26 +112,219 @@ def migrate(as_json: bool) -> None:
                    f"({','.join(row['properties'] or [])}) {row['state']}")
 
 
-def _ensure_server() -> Memory:
-    """$GRAPHMEM_NEO4J_URI if set, else the local launcher (started if it is not running)."""
-    import os
 
+# ---------------------------------------------------------------- connection and scope
+
+
+def _connect(start: bool = False) -> Memory:
+    """$GRAPHMEM_NEO4J_URI if set; else the local launcher (started when ``start``)."""
     if os.environ.get("GRAPHMEM_NEO4J_URI"):
         return Memory.from_env()
     cfg = srv.ServerConfig()
     st = srv.status(cfg)
     if not st.running:
+        if not start:
+            raise ServerError("no Neo4j: set GRAPHMEM_NEO4J_URI or run `graphmem server start`")
         click.echo(f"starting Neo4j (embedded launcher, home {cfg.home}) ...", err=True)
         st = srv.start(cfg)
     return Memory.connect(st.uri or cfg.uri)
 
 
-@main.command()
-def demo() -> None:
-    """The main job: make sure Neo4j runs, migrate, and show the server and schema."""
-    with _ensure_server() as mem:
+def _scope(tenant: str, keys: tuple[str, ...]) -> Scope:
+    extra = {}
+    for item in keys:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise InputError("--scope", f"expected KEY=VALUE, got {item!r}")
+        extra[key] = value
+    return Scope(tenant=tenant, **extra)
+
+
+def _scoped(fn: Any) -> Any:
+    fn = click.option("--scope", "scope_keys", multiple=True, metavar="KEY=VALUE",
+                      help="Scope keys beside the tenant (repeatable).")(fn)
+    fn = click.option("--tenant", envvar="GRAPHMEM_TENANT", default="default", show_default=True,
+                      help="Tenant ($GRAPHMEM_TENANT).")(fn)
+    return fn
+
+
+def _json_opt(fn: Any) -> Any:
+    return click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")(fn)
+
+
+def _when(text: str | None, name: str) -> dt.datetime | None:
+    """A cutoff or known_at from the command line: ISO date or datetime (UTC if no zone);
+    a bare date means the end of that day in UTC."""
+    if text is None:
+        return None
+    try:
+        if len(text) == 10:
+            return dt.datetime.combine(dt.date.fromisoformat(text), dt.time.max, dt.UTC)
+        value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise InputError(name, f"not an ISO date or datetime: {text!r}") from exc
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+def _period(text: str | None) -> Period | None:
+    """``2015-12-31`` (an instant) or ``2025-01-01..2025-03-31`` (a duration)."""
+    if not text:
+        return None
+    start, sep, end = text.partition("..")
+    try:
+        if sep:
+            return Period(start=dt.date.fromisoformat(start), end=dt.date.fromisoformat(end))
+        return Period(end=dt.date.fromisoformat(text))
+    except ValueError as exc:
+        raise InputError("--period", f"expected DATE or DATE..DATE: {exc}") from exc
+
+
+def _dump(obj: Any) -> None:
+    click.echo(json.dumps(obj, default=str, indent=2))
+
+
+# ---------------------------------------------------------------- load
+
+
+@main.group()
+def load() -> None:
+    """Load filings into the memory as sources and fact versions."""
+
+
+@load.command("companyfacts")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--submissions", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The company's submissions JSON (acceptance times).")
+@_scoped
+@_json_opt
+def load_companyfacts(file: Path, submissions: Path | None, tenant: str,
+                      scope_keys: tuple[str, ...], as_json: bool) -> None:
+    """Load an SEC companyfacts JSON file (idempotent; one transaction per filing)."""
+    from .loaders import sec
+
+    with _connect() as mem:
         mem.migrate()
-        info = mem.server_info()
-    click.echo(f"{info.get('name')} {info.get('version')} {info.get('edition')}; "
-               f"graphmem schema version {info['schema_version']}, "
-               f"{len(info['schema'])} constraints and indexes")
+        report = sec.load(mem, _scope(tenant, scope_keys), file, submissions)
+    _dump(report.model_dump()) if as_json else click.echo(render.load_report(report))
+
+
+@load.command("kpi")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@_scoped
+@_json_opt
+def load_kpi(file: Path, tenant: str, scope_keys: tuple[str, ...], as_json: bool) -> None:
+    """Load a KPI table CSV (one row per published value)."""
+    from .loaders import kpi
+
+    with _connect() as mem:
+        mem.migrate()
+        report = kpi.load(mem, _scope(tenant, scope_keys), file)
+    _dump(report.model_dump()) if as_json else click.echo(render.load_report(report))
+
+
+# ---------------------------------------------------------------- reads
+
+
+@main.command()
+@click.option("--entity", required=True)
+@click.option("--attribute", required=True)
+@click.option("--period", help="DATE (instant) or DATE..DATE (duration); default: the latest.")
+@click.option("--unit")
+@click.option("--cutoff", required=True, help="Only what was public by then (ISO).")
+@click.option("--known-at", help="As recorded by then (ISO); default now.")
+@_scoped
+@_json_opt
+def asof(entity: str, attribute: str, period: str | None, unit: str | None, cutoff: str,
+         known_at: str | None, tenant: str, scope_keys: tuple[str, ...], as_json: bool) -> None:
+    """What the memory says at (cutoff, known_at); exit 4 when nothing is found."""
+    with _connect() as mem:
+        answer = mem.as_of(_scope(tenant, scope_keys), entity=entity, attribute=attribute,
+                           period=_period(period), unit=unit, cutoff=_when(cutoff, "--cutoff"),
+                           known_at=_when(known_at, "--known-at"))
+    _dump(answer.model_dump(mode="json")) if as_json else click.echo(render.answer(answer))
+    if answer.status == "not_found":
+        sys.exit(4)
+
+
+@main.command()
+@click.option("--entity", required=True)
+@click.option("--attribute", required=True)
+@click.option("--period")
+@_scoped
+@_json_opt
+def history(entity: str, attribute: str, period: str | None, tenant: str,
+            scope_keys: tuple[str, ...], as_json: bool) -> None:
+    """Every version of a fact key, on both time axes, with its records."""
+    with _connect() as mem:
+        versions = mem.history(_scope(tenant, scope_keys), entity=entity, attribute=attribute,
+                               period=_period(period))
+    if as_json:
+        _dump([v.model_dump(mode="json") for v in versions])
+    else:
+        click.echo(render.versions(versions))
+
+
+@main.command()
+@click.option("--source", "source_id", help="Impact of retracting this source.")
+@click.option("--version", "version_id", help="Impact of invalidating this version.")
+@click.option("--max-depth", type=int)
+@_scoped
+@_json_opt
+def impact(source_id: str | None, version_id: str | None, max_depth: int | None, tenant: str,
+           scope_keys: tuple[str, ...], as_json: bool) -> None:
+    """What lies downstream of a source or version, and the recompute order."""
+    with _connect() as mem:
+        report = mem.impact(_scope(tenant, scope_keys), source_id=source_id,
+                            version_id=version_id, max_depth=max_depth)
+    click.echo(report.to_json() if as_json else report.table())
+
+
+@main.command()
+@click.argument("source_id")
+@click.option("--reason", required=True)
+@click.option("--by")
+@_scoped
+@_json_opt
+def retract(source_id: str, reason: str, by: str | None, tenant: str,
+            scope_keys: tuple[str, ...], as_json: bool) -> None:
+    """Withdraw a source and invalidate what was derived from it (idempotent)."""
+    with _connect() as mem:
+        report = mem.retract_source(_scope(tenant, scope_keys), source_id, reason=reason, by=by)
+    click.echo(report.to_json() if as_json else report.table())
+
+
+@main.command("lineage")
+@click.argument("version_id")
+@click.option("--direction", type=click.Choice(["upstream", "downstream"]), default="upstream",
+              show_default=True)
+@click.option("--max-depth", type=int)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "dot", "graphml", "png"]),
+              default="table", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="File to write (required for graphml and png).")
+@_scoped
+def lineage_cmd(version_id: str, direction: str, max_depth: int | None, fmt: str,
+                out: Path | None, tenant: str, scope_keys: tuple[str, ...]) -> None:
+    """The lineage of one version, as a table, JSON, DOT, GraphML or a PNG drawing."""
+    with _connect() as mem:
+        graph = mem.lineage(_scope(tenant, scope_keys), version_id, direction, max_depth)
+    if fmt in ("graphml", "png") and out is None:
+        raise InputError("--out", f"--format {fmt} writes a file: give --out FILE")
+    text = export.write(graph, fmt, out)
+    if text is not None:
+        click.echo(text)
+    else:
+        click.echo(f"wrote {out}")
+
+
+@main.command()
+@click.option("--fixtures", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder with the SEC and KPI fixtures (default: the checkout's tests/fixtures).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("out"),
+              show_default=True, help="Where the lineage PNG goes.")
+def demo(fixtures: Path | None, out: Path) -> None:
+    """The main job: the filings demo on the embedded Neo4j (see the README)."""
+    from .demo import run
+
+    with _connect(start=True) as mem:
+        run(mem, fixtures, out, click.echo)

@@ -101,21 +101,20 @@ class Database:
 
     def _run(self, mode: str, work: Callable[[Tx], T]) -> T:
         for attempt in self._retrying():
-            with attempt:
-                with self.driver.session(
-                    database=self.database,
-                    default_access_mode=mode,
-                    bookmark_manager=self._bookmarks,
-                ) as session:
-                    tx = session.begin_transaction()
-                    try:
-                        result = work(Tx(tx, self.queries))
-                        tx.commit()
-                    except BaseException:
-                        if not tx.closed():
-                            tx.rollback()
-                        raise
-                    return result
+            with attempt, self.driver.session(
+                database=self.database,
+                default_access_mode=mode,
+                bookmark_manager=self._bookmarks,
+            ) as session:
+                tx = session.begin_transaction()
+                try:
+                    result = work(Tx(tx, self.queries))
+                    tx.commit()
+                except BaseException:
+                    if not tx.closed():
+                        tx.rollback()
+                    raise
+                return result
         raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
 
     def read(self, work: Callable[[Tx], T], label: str = "read") -> T:

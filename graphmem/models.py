@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from decimal import Decimal
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -34,7 +34,7 @@ AwareDatetime = Annotated[dt.datetime, AfterValidator(_aware_utc)]
 FactValue = Decimal | bool | dt.date | str
 
 
-class Authority(str, Enum):
+class Authority(StrEnum):
     """Who stands behind a claim, strongest first (DESIGN.md section 3)."""
 
     USER_CORRECTION = "user_correction"

@@ -92,9 +92,9 @@ def build(source: Path | None = None) -> Path:
     source = source or launcher_dir()
     jar = source / "target" / JAR_NAME
     inputs = [source / "pom.xml", *(source / "src").rglob("*.java")]
-    if jar.is_file() and (source / "target" / "lib").is_dir():
-        if jar.stat().st_mtime >= max(p.stat().st_mtime for p in inputs):
-            return jar
+    fresh = jar.is_file() and (source / "target" / "lib").is_dir()
+    if fresh and jar.stat().st_mtime >= max(p.stat().st_mtime for p in inputs):
+        return jar
     mvn = shutil.which("mvn")
     if mvn is None:
         raise ServerError("Maven (mvn) is not on PATH; install it to build the Neo4j launcher")

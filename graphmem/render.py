@@ -1,0 +1,65 @@
+"""Human-readable text for the CLI and the demo: answers, histories, load reports."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from .models import Answer, FactVersion
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> str:
+    """A plain text table (no colour), wide enough not to wrap ordinary rows."""
+    t = Table(*headers, title=title, box=None, show_edge=False, pad_edge=False)
+    for row in rows:
+        t.add_row(*("" if c is None else str(c) for c in row))
+    buffer = io.StringIO()
+    Console(file=buffer, width=200, color_system=None, force_terminal=False).print(t)
+    return buffer.getvalue().rstrip()
+
+
+def _when(value: Any) -> str:
+    return value.isoformat(timespec="seconds") if hasattr(value, "isoformat") else str(value)
+
+
+def sources(version: FactVersion) -> str:
+    return "; ".join(f"{e.source_id} ({e.kind}, {e.authority.value}, public {_when(e.available_by)})"
+                     for e in version.sources)
+
+
+def answer(a: Answer) -> str:
+    """One answer: status, value, the three times, sources, and what each filter removed."""
+    lines = [f"{a.entity} {a.attribute} as of cutoff {_when(a.cutoff)}, known at "
+             f"{_when(a.known_at)}: {a.status.upper()}"]
+    shown = [a.version] if a.version else list(a.candidates)
+    for v in shown:
+        lines.append(f"  value {v.value} {v.unit} for {v.period.text} (version {v.version_id}, "
+                     f"authority {v.authority.value if v.authority else '-'})")
+        lines.append(f"    available_by {_when(v.available_by)}  recorded_at {_when(v.recorded_at)}")
+        lines.append(f"    sources: {sources(v)}")
+    removed = {k: n for k, n in a.explain.model_dump().items() if n and k != "versions"}
+    lines.append(f"  explain: {a.explain.versions} version(s) considered; removed "
+                 + (", ".join(f"{k}={n}" for k, n in removed.items()) or "none"))
+    return "\n".join(lines)
+
+
+def versions(items: Sequence[FactVersion]) -> str:
+    rows = []
+    for v in items:
+        records = ", ".join(f"{x.kind}@{_when(x.recorded_at)}" for x in v.lifecycle)
+        rows.append((v.period.text, "(erased)" if v.erased else v.value, v.unit,
+                     _when(v.available_by), _when(v.recorded_at),
+                     ", ".join(e.source_id for e in v.sources), records, v.version_id))
+    return table(("period", "value", "unit", "available_by", "recorded_at", "sources",
+                  "records", "version"), rows)
+
+
+def load_report(report: Any) -> str:
+    data = report.model_dump()
+    rules = ", ".join(f"{k}={n}" for k, n in data.pop("rules", {}).items())
+    parts = ", ".join(f"{k}={v}" for k, v in data.items() if k != "file")
+    return f"loaded {data['file']}: {parts}; available_by rules: {rules or '-'}"
