@@ -33,6 +33,6 @@ ORDER BY name
 // monotonic per database and two writers to one key can never interleave.
 MATCH (c:GraphmemClock {id: 'tx'})
 SET c.lock = true
-WITH c, coalesce($now, datetime.transaction()) AS now
+WITH c, datetime.truncate('microsecond', coalesce($now, datetime.transaction())) AS now
 SET c.last = CASE WHEN now > c.last THEN now ELSE c.last + duration({nanoseconds: 1000}) END
 RETURN c.last AS recorded_at

@@ -48,8 +48,16 @@ def source_uid(scope: Scope, source_id: str) -> str:
 
 
 def native(value: Any) -> Any:
-    """Neo4j temporal values to Python ones (other values unchanged)."""
-    return value.to_native() if hasattr(value, "to_native") else value
+    """Neo4j temporal values to Python ones (other values unchanged).
+
+    Datetimes come back in ``datetime.UTC``: the driver hands back a named "UTC" zone,
+    which it would send back to Neo4j as a zone id, and Neo4j orders ``...Z[UTC]``
+    after ``...Z`` at the same instant, breaking ``<=`` at the boundary.
+    """
+    if not hasattr(value, "to_native"):
+        return value
+    value = value.to_native()
+    return value.astimezone(dt.UTC) if isinstance(value, dt.datetime) else value
 
 
 @dataclass(frozen=True)
@@ -131,9 +139,9 @@ class ChunkResult:
 # ---------------------------------------------------------------- writes
 
 
-def tick(tx: Tx, now: dt.datetime | None) -> Any:
+def tick(tx: Tx, now: dt.datetime | None) -> dt.datetime:
     """Take the transaction clock's lock and return this transaction's recorded_at."""
-    return tx.one("admin.tick", now=now)["recorded_at"]
+    return native(tx.one("admin.tick", now=now)["recorded_at"])
 
 
 def put_entity(tx: Tx, scope: Scope, entity: Entity, recorded_at: Any) -> None:
@@ -191,8 +199,11 @@ def record_source(tx: Tx, scope: Scope, source: Source, recorded_at: Any) -> boo
     return True
 
 
-def _assertions(tx: Tx, scope: Scope, facts: Sequence[FactIn]) -> list[Assertion]:
-    """Check sources and entities exist, fix each fact's available_by, expand per source."""
+def _assertions(tx: Tx, scope: Scope, facts: Sequence[FactIn], offset: int) -> list[Assertion]:
+    """Check sources and entities exist, fix each fact's available_by, expand per source.
+
+    ``offset`` is the chunk's first row in the caller's batch, so errors name that row.
+    """
     params = scope_params(scope)
     wanted = {source_uid(scope, sid) for fact in facts for sid in fact.sources}
     sources = {row["uid"]: row for row in tx.run("source.get_many", uids=sorted(wanted), **params)}
@@ -200,24 +211,25 @@ def _assertions(tx: Tx, scope: Scope, facts: Sequence[FactIn]) -> list[Assertion
     missing_entities = {row["uid"] for row in tx.run("entity.missing", uids=sorted(entities), **params)}
     out: list[Assertion] = []
     for row, fact in enumerate(facts):
+        where = f"facts[{row + offset}]"
         if entity_uid(scope, fact.entity) in missing_entities:
             raise InputError(
-                f"facts[{row}].entity", f"entity {fact.entity!r} not found in scope; put_entity first"
+                f"{where}.entity", f"entity {fact.entity!r} not found in scope; put_entity first"
             )
         if not fact.sources:
-            raise InputError(f"facts[{row}].sources", "a fact needs at least one source")
+            raise InputError(f"{where}.sources", "a fact needs at least one source")
         stamps = []
         for sid in fact.sources:
             stored = sources.get(source_uid(scope, sid))
             if stored is None:
                 raise InputError(
-                    f"facts[{row}].sources", f"source {sid!r} not recorded in scope {scope.id}"
+                    f"{where}.sources", f"source {sid!r} not recorded in scope {scope.id}"
                 )
             stamps.append(native(stored["available_by"]))
         available_by = fact.available_by or max(stamps)
         if available_by < max(stamps):
             raise InputError(
-                f"facts[{row}].available_by",
+                f"{where}.available_by",
                 f"{available_by.isoformat()} is before its source became public "
                 f"({max(stamps).isoformat()})",
             )
@@ -249,9 +261,10 @@ def write_facts(
     facts: Sequence[FactIn],
     recorded_at: Any,
     expected_revision: int | None = None,
+    offset: int = 0,
 ) -> ChunkResult:
     """Write a chunk of assertions in the caller's transaction; see module docstring."""
-    assertions = _assertions(tx, scope, facts)
+    assertions = _assertions(tx, scope, facts, offset)
     params = scope_params(scope)
     keys = {a.key.uid: a.key.params() for a in assertions}
     revisions = {row["uid"]: row["revision"] for row in tx.run("fact.merge_keys", keys=list(keys.values()), **params)}
@@ -306,6 +319,7 @@ def write_facts(
             tx.run("fact.add_evidence", rows=evidence, recorded_at=recorded_at, **params)
         result.created += len(creates)
         result.evidence_added += len(evidence)
+    result.unchanged += len(assertions) - len(outcome)  # repeats within this chunk
     for a in assertions:
         result.version_ids[a.row] = outcome[a.idem]
     return result

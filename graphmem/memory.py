@@ -176,7 +176,8 @@ class Memory:
         ids: list[str] = []
         for chunk in _chunks(items, self._chunk_size):
             r = self.write(
-                "assert_facts", lambda tx, at, c=chunk: facts.write_facts(tx, scope, c, at)
+                "assert_facts",
+                lambda tx, at, c=chunk, o=totals.rows: facts.write_facts(tx, scope, c, at, offset=o),
             )
             ids.extend(r.version_ids)
             totals = WriteReport(

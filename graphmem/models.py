@@ -8,6 +8,7 @@ is refused, naming the field) and normalised to UTC. Fact values are typed: a
 from __future__ import annotations
 
 import datetime as dt
+import json
 from decimal import Decimal
 from enum import StrEnum
 from typing import Annotated, Any, Literal
@@ -76,9 +77,10 @@ class Scope(BaseModel):
 
     @property
     def id(self) -> str:
-        """A canonical text for the whole scope; equal scopes have equal ids."""
-        parts = [f"tenant={self.tenant}"] + [f"{k}={v}" for k, v in sorted(self.keys().items())]
-        return ";".join(parts)
+        """A canonical text for the whole scope: equal scopes, and only they, have equal ids
+        (JSON, so no tenant or key value can imitate a separator)."""
+        return json.dumps([self.tenant, sorted(self.keys().items())], ensure_ascii=False,
+                          separators=(",", ":"))
 
     def require(self, keys: tuple[str, ...]) -> None:
         """Fail closed: raise ScopeError unless every required key is present."""

@@ -23,11 +23,12 @@ def encode(value: FactValue) -> tuple[str, str, float | None]:
     if isinstance(value, bool):
         return "boolean", "true" if value else "false", None
     if isinstance(value, Decimal):
-        text = format(value.normalize(), "f")
-        if text in ("-0", "-0.0"):
-            text = "0"
+        # format(..., "f") is exact at any precision (normalize() would round to 28 digits).
+        text = format(value, "f")
         if "." in text:
             text = text.rstrip("0").rstrip(".")
+        if text.lstrip("-") in ("0", ""):
+            text = "0"
         return "decimal", text, float(value)
     if isinstance(value, dt.date):
         return "date", value.isoformat(), None

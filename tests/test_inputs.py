@@ -1,0 +1,221 @@
+"""Bad input is refused with an error naming what and where, and nothing is half-written."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from zoneinfo import ZoneInfo
+
+import pytest
+from pydantic import ValidationError
+
+from graphmem import Entity, FactIn, InputError, Memory, Period, Scope, Source
+
+UTC = dt.UTC
+Q1 = Period(start=dt.date(2024, 1, 1), end=dt.date(2024, 3, 31))
+FAR = dt.datetime(2100, 1, 1, tzinfo=UTC)
+NAIVE = dt.datetime(2024, 5, 1, 12, 0)
+
+
+def t(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def fact(value=Decimal("1"), sources=("s",), entity="acme", attribute="revenue", period=Q1, **kw):
+    return FactIn(entity=entity, attribute=attribute, value=value, period=period,
+                  sources=sources, unit="USD", **kw)
+
+
+@pytest.fixture
+def ready(mem: Memory, scope: Scope) -> tuple[Memory, Scope]:
+    mem.put_entity(scope, Entity(id="acme"))
+    mem.record_source(scope, Source(id="s", kind="filing", authority="primary",
+                                    available_by=t("2024-05-01")))
+    return mem, scope
+
+
+def _history(mem, scope, attribute="revenue"):
+    return mem.history(scope, entity="acme", attribute=attribute)
+
+
+# ------------------------------------------------------------------ naive datetimes
+
+
+def test_naive_source_available_by_is_refused_naming_the_field():
+    with pytest.raises(ValidationError) as info:
+        Source(id="s", kind="filing", authority="primary", available_by=NAIVE)
+    [err] = info.value.errors()
+    assert err["loc"] == ("available_by",)
+    assert "naive" in err["msg"]
+
+
+def test_naive_fact_available_by_is_refused_naming_the_field():
+    with pytest.raises(ValidationError) as info:
+        fact(available_by=NAIVE)
+    [err] = info.value.errors()
+    assert err["loc"] == ("available_by",)
+    assert "naive" in err["msg"]
+
+
+@pytest.mark.parametrize("field", ["cutoff", "known_at"])
+def test_naive_read_times_are_refused_naming_the_field(ready, field):
+    mem, scope = ready
+    times = {"cutoff": FAR, "known_at": None, field: NAIVE}
+    with pytest.raises(InputError) as info:
+        mem.as_of(scope, entity="acme", attribute="revenue", **times)
+    assert info.value.where == field
+    assert "naive" in str(info.value)
+    with pytest.raises(InputError) as info:
+        mem.facts_as_of(scope, entity="acme", attribute="revenue", **times)
+    assert info.value.where == field
+
+
+def test_aware_times_in_any_zone_mean_the_same_instant(ready):
+    mem, scope = ready
+    tokyo = dt.datetime(2024, 5, 2, 9, 0, tzinfo=ZoneInfo("Asia/Tokyo"))  # 2024-05-02T00:00Z
+    mem.record_source(scope, Source(id="jp", kind="filing", authority="primary",
+                                    available_by=tokyo))
+    mem.assert_fact(scope, fact(Decimal("5"), sources=("jp",), attribute="staff"))
+    new_york = ZoneInfo("America/New_York")  # UTC-4 in May
+    before = dt.datetime(2024, 5, 1, 19, 59, tzinfo=new_york)  # 23:59Z
+    after = dt.datetime(2024, 5, 1, 20, 1, tzinfo=new_york)  # 00:01Z
+    assert mem.as_of(scope, entity="acme", attribute="staff", cutoff=before).status == "not_found"
+    assert mem.as_of(scope, entity="acme", attribute="staff", cutoff=after).value == Decimal("5")
+    [h] = _history(mem, scope, "staff")
+    assert h.available_by == dt.datetime(2024, 5, 2, tzinfo=UTC)
+
+
+# ------------------------------------------------------------------ values
+
+
+@pytest.mark.parametrize("value", [1.5, 0.1, float("nan")])
+def test_float_values_are_refused(value):
+    with pytest.raises(ValidationError) as info:
+        fact(value)
+    err = info.value.errors()[0]
+    assert err["loc"][0] == "value"
+    assert "float" in err["msg"]
+
+
+@pytest.mark.parametrize("value", [Decimal("NaN"), Decimal("Infinity"), NAIVE])
+def test_non_finite_decimals_and_datetimes_are_refused(value):
+    with pytest.raises(ValidationError) as info:
+        fact(value)
+    assert info.value.errors()[0]["loc"][0] == "value"
+
+
+def test_a_fact_needs_a_source(ready):
+    mem, scope = ready
+    with pytest.raises(InputError) as info:
+        mem.assert_facts(scope, [fact(attribute="x"), fact(sources=())])
+    assert info.value.where == "facts[1].sources"
+    assert _history(mem, scope, "x") == []
+
+
+def test_a_period_must_be_ordered():
+    with pytest.raises(ValidationError, match="after its end"):
+        Period(start=dt.date(2024, 4, 1), end=dt.date(2024, 3, 31))
+
+
+# ------------------------------------------------------------------ unknown names
+
+
+def test_unknown_source_is_refused_naming_row_and_field(ready):
+    mem, scope = ready
+    with pytest.raises(InputError) as info:
+        mem.assert_fact(scope, fact(sources=("s", "nope")))
+    assert info.value.where == "facts[0].sources"
+    assert "'nope'" in str(info.value)
+    assert _history(mem, scope) == []
+
+
+def test_unknown_entity_is_refused_naming_row_and_field(ready):
+    mem, scope = ready
+    with pytest.raises(InputError) as info:
+        mem.assert_fact(scope, fact(entity="ghost"))
+    assert info.value.where == "facts[0].entity"
+    assert "'ghost'" in str(info.value)
+    assert mem.history(scope, entity="ghost", attribute="revenue") == []
+
+
+def test_entity_and_source_of_another_tenant_are_unknown_here(ready, mem):
+    _, scope = ready
+    other = Scope(tenant=f"{scope.tenant}-b")
+    mem.put_entity(other, Entity(id="x"))
+    with pytest.raises(InputError, match=r"facts\[0\]\.sources"):
+        mem.assert_fact(other, fact(entity="x"))  # source "s" lives in the first tenant only
+    with pytest.raises(InputError, match=r"facts\[0\]\.entity"):
+        mem.assert_fact(scope, fact(entity="x"))  # entity "x" lives in the other tenant only
+
+
+def test_available_by_before_the_source_is_refused(ready):
+    mem, scope = ready
+    with pytest.raises(InputError) as info:
+        mem.assert_fact(scope, fact(available_by=t("2024-04-30")))
+    assert info.value.where == "facts[0].available_by"
+    assert _history(mem, scope) == []
+
+
+def test_re_recording_a_source_with_other_fields_is_refused(ready):
+    mem, scope = ready
+    same = Source(id="s", kind="filing", authority="primary", available_by=t("2024-05-01"))
+    assert mem.record_source(scope, same) is False
+    with pytest.raises(InputError, match="'s'"):
+        mem.record_source(scope, same.model_copy(update={"available_by": t("2024-06-01")}))
+
+
+# ------------------------------------------------------------------ batches
+
+
+def test_a_bad_row_leaves_nothing_of_its_batch(ready):
+    mem, scope = ready
+    rows = [
+        fact(Decimal("1"), attribute="a"),
+        fact(Decimal("2"), attribute="b"),
+        fact(Decimal("3"), attribute="c", sources=("missing",)),
+        fact(Decimal("4"), attribute="d"),
+    ]
+    with pytest.raises(InputError) as info:
+        mem.assert_facts(scope, rows)
+    assert info.value.where == "facts[2].sources"
+    for attribute in "abcd":
+        assert _history(mem, scope, attribute) == [], attribute
+    # fixed, the same batch loads whole
+    rows[2] = fact(Decimal("3"), attribute="c")
+    report = mem.assert_facts(scope, rows)
+    assert (report.rows, report.created, report.chunks) == (4, 4, 1)
+
+
+@pytest.fixture
+def small_chunks(migrated, ready):
+    _, scope = ready
+    with migrated.connect(chunk_size=2) as mem:
+        yield mem, scope
+
+
+def _five_rows_bad_fourth():
+    rows = [fact(Decimal(i), attribute=f"a{i}") for i in range(5)]
+    rows[3] = fact(Decimal(3), attribute="a3", sources=("missing",))
+    return rows
+
+
+def test_a_bad_row_leaves_nothing_of_its_chunk_and_earlier_chunks_stay(small_chunks):
+    mem, scope = small_chunks
+    with pytest.raises(InputError):
+        mem.assert_facts(scope, _five_rows_bad_fourth())
+    present = {a: len(_history(mem, scope, a)) for a in ("a0", "a1", "a2", "a3", "a4")}
+    # chunk 1 (rows 0-1) committed; chunk 2 (rows 2-3) left nothing; chunk 3 never ran
+    assert present == {"a0": 1, "a1": 1, "a2": 0, "a3": 0, "a4": 0}
+    # resumable: re-sending the whole fixed batch creates only what is missing
+    rows = _five_rows_bad_fourth()
+    rows[3] = fact(Decimal(3), attribute="a3")
+    report = mem.assert_facts(scope, rows)
+    assert (report.created, report.unchanged, report.chunks) == (3, 2, 3)
+
+
+def test_a_bad_row_in_a_later_chunk_is_named_by_its_row_in_the_batch(small_chunks):
+    """The caller's row 3 must be reported as facts[3], not as its index inside its chunk."""
+    mem, scope = small_chunks
+    with pytest.raises(InputError) as info:
+        mem.assert_facts(scope, _five_rows_bad_fourth())
+    assert info.value.where == "facts[3].sources", str(info.value)
