@@ -16,11 +16,6 @@ ON MATCH SET s.version = CASE WHEN s.version < $version THEN $version ELSE s.ver
              s.applied_at = CASE WHEN s.version < $version THEN datetime() ELSE s.applied_at END
 RETURN s.version AS version
 
-// name: admin.ensure_clock
-MERGE (c:GraphmemClock {id: 'tx'})
-ON CREATE SET c.last = datetime('1970-01-01T00:00:00Z')
-RETURN c.last AS last
-
 // name: admin.constraints_and_indexes
 SHOW INDEXES YIELD name, type, labelsOrTypes, properties, state
 WHERE name STARTS WITH 'graphmem_'
@@ -28,10 +23,13 @@ RETURN name, type, labelsOrTypes AS labels, properties, state
 ORDER BY name
 
 // name: admin.tick
-// Transaction time for one write transaction. Setting `lock` first takes the clock
-// node's write lock, so every write transaction is serialised here: recorded_at is
-// monotonic per database and two writers to one key can never interleave.
-MATCH (c:GraphmemClock {id: 'tx'})
+// Transaction time for one write transaction of a tenant. Setting `lock` first takes
+// the tenant clock's write lock, so a tenant's write transactions are serialised
+// here: recorded_at is monotonic within a tenant (all that any read can see, since
+// reads never cross tenants), two writers to one key can never interleave, and
+// tenants do not wait for each other.
+MERGE (c:GraphmemClock {id: $tenant})
+ON CREATE SET c.last = datetime('1970-01-01T00:00:00Z')
 SET c.lock = true
 WITH c, datetime.truncate('microsecond', coalesce($now, datetime.transaction())) AS now
 SET c.last = CASE WHEN now > c.last THEN now ELSE c.last + duration({nanoseconds: 1000}) END

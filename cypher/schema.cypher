@@ -36,3 +36,35 @@ CREATE INDEX graphmem_entity_tenant IF NOT EXISTS FOR (n:Entity) ON (n.tenant, n
 
 // name: schema.011.schema_state
 CREATE CONSTRAINT graphmem_schema_id IF NOT EXISTS FOR (n:GraphmemSchema) REQUIRE n.id IS UNIQUE
+
+// --- agent memory (governance): experiences, task states, candidates, search, context
+
+// name: schema.012.memory_id
+CREATE CONSTRAINT graphmem_memory_id IF NOT EXISTS FOR (n:Memory) REQUIRE n.memory_id IS UNIQUE
+
+// name: schema.013.task_state_task
+CREATE INDEX graphmem_task_state_task IF NOT EXISTS FOR (n:TaskState) ON (n.tenant, n.task_id)
+
+// name: schema.014.candidate_tenant
+CREATE INDEX graphmem_candidate_tenant IF NOT EXISTS FOR (n:Candidate) ON (n.tenant, n.recorded_at)
+
+// name: schema.015.memory_text
+// The search index over every memory's text (graphmem/indexing.py builds `search_text`;
+// `search_scope` is a token of the scope, so Lucene itself skips other scopes). The
+// english analyzer stems words (a paraphrase still meets its stem); codes such as
+// E-4012 or accession numbers are searched as phrases, so they match only exactly.
+CREATE FULLTEXT INDEX graphmem_memory_text IF NOT EXISTS
+FOR (n:Fact|Experience|TaskState|Candidate) ON EACH [n.search_text, n.search_scope]
+OPTIONS {indexConfig: {`fulltext.analyzer`: 'english', `fulltext.eventually_consistent`: false}}
+
+// name: schema.016.snapshot_echo
+CREATE INDEX graphmem_snapshot_echo IF NOT EXISTS FOR (n:ContextSnapshot) ON (n.tenant, n.echo_hash)
+
+// name: schema.017.included_line
+CREATE INDEX graphmem_included_line IF NOT EXISTS FOR ()-[r:INCLUDED]-() ON (r.line_hash)
+
+// name: schema.018.included_claim
+CREATE INDEX graphmem_included_claim IF NOT EXISTS FOR ()-[r:INCLUDED]-() ON (r.claim_hash)
+
+// name: schema.019.included_memory
+CREATE INDEX graphmem_included_memory IF NOT EXISTS FOR ()-[r:INCLUDED]-() ON (r.memory_id)

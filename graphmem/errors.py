@@ -58,3 +58,8 @@ class QueryCatalogError(GraphmemError):
 
 class ServerError(GraphmemError):
     """The local Neo4j launcher could not be built, started, or stopped."""
+
+
+class EchoError(InputError):
+    """Refused as new evidence: the text repeats memory graphmem itself injected into a
+    context (a snapshot's rendering, one of its lines, or a memory id it cited)."""

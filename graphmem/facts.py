@@ -139,9 +139,9 @@ class ChunkResult:
 # ---------------------------------------------------------------- writes
 
 
-def tick(tx: Tx, now: dt.datetime | None) -> dt.datetime:
-    """Take the transaction clock's lock and return this transaction's recorded_at."""
-    return native(tx.one("admin.tick", now=now)["recorded_at"])
+def tick(tx: Tx, scope: Scope, now: dt.datetime | None) -> dt.datetime:
+    """Take the tenant clock's lock and return this transaction's recorded_at."""
+    return native(tx.one("admin.tick", tenant=scope.tenant, now=now)["recorded_at"])
 
 
 def put_entity(tx: Tx, scope: Scope, entity: Entity, recorded_at: Any) -> None:

@@ -137,21 +137,22 @@ class Memory:
     def _now(self) -> dt.datetime | None:
         return self._clock() if self._clock else None
 
-    def write(self, label: str, work: Callable[[Tx, Any], Any]) -> Any:
-        """Run ``work(tx, recorded_at)`` in one write transaction with its transaction time."""
-        return self._db.write(lambda tx: work(tx, facts.tick(tx, self._now())), label)
+    def write(self, scope: Scope, label: str, work: Callable[[Tx, Any], Any]) -> Any:
+        """Run ``work(tx, recorded_at)`` in one write transaction with the tenant's
+        transaction time (taking the tenant clock's lock first: see ``admin.tick``)."""
+        return self._db.write(lambda tx: work(tx, facts.tick(tx, scope, self._now())), label)
 
     # ------------------------------------------------------------ writes
 
     def put_entity(self, scope: Scope, entity: Entity) -> None:
         """Create or update an entity (its descriptive fields are not versioned)."""
         scope = self.scope(scope)
-        self.write("put_entity", lambda tx, at: facts.put_entity(tx, scope, entity, at))
+        self.write(scope, "put_entity", lambda tx, at: facts.put_entity(tx, scope, entity, at))
 
     def record_source(self, scope: Scope, source: Source) -> bool:
         """Record a source; re-recording the identical source changes nothing (returns False)."""
         scope = self.scope(scope)
-        return self.write("record_source", lambda tx, at: facts.record_source(tx, scope, source, at))
+        return self.write(scope, "record_source", lambda tx, at: facts.record_source(tx, scope, source, at))
 
     def assert_fact(
         self, scope: Scope, fact: FactIn, *, expected_revision: int | None = None
@@ -167,7 +168,7 @@ class Memory:
             result = facts.write_facts(tx, scope, [fact], at, expected_revision)
             return facts.versions_by_id(tx, scope, result.version_ids)[0]
 
-        return self.write("assert_fact", work)
+        return self.write(scope, "assert_fact", work)
 
     def assert_facts(self, scope: Scope, items: Iterable[FactIn]) -> WriteReport:
         """Assert many facts, ``chunk_size`` per transaction; a failed chunk leaves nothing."""
@@ -175,8 +176,7 @@ class Memory:
         totals = WriteReport()
         ids: list[str] = []
         for chunk in _chunks(items, self._chunk_size):
-            r = self.write(
-                "assert_facts",
+            r = self.write(scope, "assert_facts",
                 lambda tx, at, c=chunk, o=totals.rows: facts.write_facts(tx, scope, c, at, offset=o),
             )
             ids.extend(r.version_ids)
@@ -215,7 +215,7 @@ class Memory:
                    cause=f"version:{version_id}", recorded_at=at, **facts.scope_params(scope))
             return facts.versions_by_id(tx, scope, [version_id])[0]
 
-        return self.write("invalidate", work)
+        return self.write(scope, "invalidate", work)
 
     def resolve(
         self, scope: Scope, *, versions: list[str], value: Any, reason: str, by: str
@@ -270,7 +270,7 @@ class Memory:
             )
             return facts.versions_by_id(tx, scope, [chosen])[0]
 
-        return self.write("resolve", work)
+        return self.write(scope, "resolve", work)
 
     def erase(
         self,
@@ -310,7 +310,7 @@ class Memory:
             )
             return int(row["erased"]) if row else 0
 
-        return self.write("erase", work)
+        return self.write(scope, "erase", work)
 
     # ------------------------------------------------------------ reads
 
@@ -456,7 +456,7 @@ class Memory:
             lineage.refuse_cycles(tx, scope, [r["version_id"] for r in rows], vid)
             return facts.versions_by_id(tx, scope, [vid])[0]
 
-        return self.write("derive", work)
+        return self.write(scope, "derive", work)
 
     def impact(
         self,
@@ -499,7 +499,7 @@ class Memory:
                    **facts.scope_params(scope))
             return report
 
-        return self.write("retract_source", work)
+        return self.write(scope, "retract_source", work)
 
     def lineage(self, scope: Scope, version_id: str, direction: str = "upstream",
                 max_depth: int | None = None) -> Any:

@@ -292,3 +292,243 @@ def authority_of(rank: int) -> Authority:
         if authority.rank == rank:
             return authority
     raise InputError("authority", f"no authority has rank {rank}")
+
+
+# ---------------------------------------------------------------- agent memory (governance)
+# Memory types beside facts, the candidate queue, search results, context snapshots and
+# traces (DESIGN.md sections 5 and 7). The logic lives in governance.py, search.py and
+# context.py; these are the values callers pass in and get back.
+
+MemoryType = Literal["fact", "experience", "task_state"]
+MEMORY_TYPES: tuple[MemoryType, ...] = ("fact", "experience", "task_state")
+
+
+class ExperienceIn(_Model):
+    """A procedure and what was observed when it ran: reusable only once validated.
+
+    Write gate: an observed ``outcome`` and at least one validating ``evidence`` source
+    (ids of recorded sources, e.g. the tool runs that showed it worked). ``event_id``
+    makes a re-sent write idempotent; without it the content is the idempotency key.
+    """
+
+    trigger: str = Field(min_length=1)
+    preconditions: tuple[str, ...] = ()
+    procedure: tuple[str, ...] = ()
+    outcome: str | None = None
+    evidence: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    event_id: str | None = None
+
+
+class TaskStateIn(_Model):
+    """Where a task stands: goal, checkpoint, open items, artifact references.
+
+    Write gate: a ``task_id``. A task state lives with its task (each save is a new
+    revision; the latest is active) and never becomes a long-term fact by itself.
+    ``available_by`` defaults to the time it is recorded.
+    """
+
+    task_id: str | None = None
+    goal: str = Field(min_length=1)
+    checkpoint: str = ""
+    open_items: tuple[str, ...] = ()
+    artifact_refs: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    event_id: str | None = None
+    available_by: AwareDatetime | None = None
+
+
+class Experience(_Model):
+    """A stored experience with its validating evidence (as of the read that returned it)."""
+
+    memory_id: str
+    trigger: str | None
+    preconditions: tuple[str, ...] = ()
+    procedure: tuple[str, ...] = ()
+    outcome: str | None
+    entities: tuple[str, ...] = ()
+    available_by: dt.datetime
+    recorded_at: dt.datetime
+    authority: Authority | None = None
+    sources: tuple[Evidence, ...] = ()
+    erased: bool = False
+
+
+class TaskState(_Model):
+    """One revision of a task's state."""
+
+    memory_id: str
+    task_id: str
+    goal: str | None
+    checkpoint: str | None
+    open_items: tuple[str, ...] = ()
+    artifact_refs: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    available_by: dt.datetime
+    recorded_at: dt.datetime
+    revision: int
+    erased: bool = False
+
+
+class Remembered(_Model):
+    """The outcome of a gated write: a live memory, or a candidate with the gate's reasons."""
+
+    type: MemoryType
+    status: Literal["live", "candidate"]
+    id: str
+    reasons: tuple[str, ...] = ()
+    version: FactVersion | None = None
+    experience: Experience | None = None
+    task_state: TaskState | None = None
+
+
+class Candidate(_Model):
+    """A write that failed its gate, kept for review; its status comes from its records."""
+
+    id: str
+    type: MemoryType
+    payload: dict[str, Any] | None
+    reasons: tuple[str, ...]
+    status: Literal["pending", "approved", "rejected"]
+    recorded_at: dt.datetime
+    decided_at: dt.datetime | None = None
+    decided_by: str | None = None
+    decision_reason: str | None = None
+    memory_id: str | None = None
+    erased: bool = False
+
+
+class Rank(_Model):
+    """Why a search hit sits where it does: authority tier, then text score, then recency."""
+
+    position: int
+    authority: Authority | None
+    text_score: float
+    text_norm: float
+    recency_days: float
+    why: str
+
+
+class SearchHit(_Model):
+    """One memory a search returned, with the provenance an as-of read would give.
+
+    A fact hit carries the :class:`Answer` of its key at the search's (cutoff, known_at);
+    a conflicted key is one hit whose ``memory_ids`` are all its candidates.
+    """
+
+    type: MemoryType
+    memory_id: str
+    memory_ids: tuple[str, ...]
+    status: Literal["active", "conflicted"]
+    answer: Answer | None = None
+    experience: Experience | None = None
+    task_state: TaskState | None = None
+    rank: Rank
+
+    @property
+    def authority(self) -> Authority | None:
+        return self.rank.authority
+
+
+class SearchQuery(_Model):
+    """What a search was asked, with its effective times (recorded with context snapshots)."""
+
+    text: str | None
+    match: Literal["all", "any"]
+    lucene: str
+    types: tuple[MemoryType, ...]
+    entity: str | None
+    task_id: str | None
+    cutoff: dt.datetime
+    known_at: dt.datetime
+    require: Require | None
+    limit: int
+
+
+class SearchExplain(_Model):
+    """What each hard filter removed, in the order they ran, and how hits were ranked.
+
+    ``matched`` counts the index hits inside the caller's scope (scope is applied at the
+    index lookup and never counted, so nothing about other scopes leaks). ``removed`` is
+    per matched memory (fact version, experience, task state, candidate).
+    """
+
+    matched: int = 0
+    removed: dict[str, int] = Field(default_factory=dict)
+    kept: int = 0
+    returned: int = 0
+    below_limit: int = 0
+    ranking: str = ""
+
+
+class SearchResult(_Model):
+    """Hits in rank order; ``not_found`` when no memory passed every hard filter."""
+
+    status: Literal["found", "not_found"]
+    hits: tuple[SearchHit, ...]
+    explain: SearchExplain
+    query: SearchQuery
+
+
+class ContextItem(_Model):
+    """One memory (or conflict group) the context builder considered."""
+
+    memory_id: str
+    memory_ids: tuple[str, ...]
+    type: MemoryType
+    status: Literal["active", "conflicted"]
+    authority: Authority | None
+    priority: int
+    tokens: int
+    lines: tuple[str, ...]
+    decision: Literal["included", "cut"]
+    reason: str
+
+
+class Context(_Model):
+    """A rendered context and the snapshot recorded for it."""
+
+    snapshot_id: str
+    task_id: str
+    rendered: str | None
+    rendered_hash: str
+    token_budget: int
+    tokens_used: int
+    tokens_considered: int
+    tokenizer: str
+    included: tuple[ContextItem, ...]
+    cut: tuple[ContextItem, ...]
+    cutoff: dt.datetime
+    known_at: dt.datetime
+    recorded_at: dt.datetime
+
+    @property
+    def considered(self) -> tuple[str, ...]:
+        return tuple(m for i in self.included + self.cut for m in i.memory_ids)
+
+
+class TraceStep(_Model):
+    """What happened to one memory on its way to (or not into) a context."""
+
+    memory_id: str
+    outcome: Literal["included", "cut", "not_considered", "filtered", "candidate",
+                     "not_found", "not_stored"]
+    filter: str | None = None
+    detail: str
+
+
+class TraceResult(_Model):
+    """The fate of a memory (or every version a selector names) in one context snapshot.
+
+    ``outcome`` is the furthest any of them got: included > cut > not_considered >
+    filtered > candidate > not_found > not_stored.
+    """
+
+    snapshot_id: str
+    outcome: Literal["included", "cut", "not_considered", "filtered", "candidate",
+                     "not_found", "not_stored"]
+    steps: tuple[TraceStep, ...]
+
+    @property
+    def filter(self) -> str | None:
+        return next((s.filter for s in self.steps if s.outcome == self.outcome), None)

@@ -46,6 +46,5 @@ def migrate(db: Database) -> int:
         except StatementError as exc:
             if not any(tag in str(exc.code) for tag in _ALREADY):
                 raise
-    db.write(lambda tx: tx.run("admin.ensure_clock"), "admin.ensure_clock")
     row = db.write(lambda tx: tx.one("admin.record_schema_version", version=latest()))
     return int(row["version"])

@@ -1,0 +1,157 @@
+// Search: the text every memory is found by (kept in step with writes by
+// graphmem/indexing.py), and the hard filters a search applies before any ranking.
+// The full-text index is graphmem_memory_text (schema.015).
+
+// name: search.index_facts
+// The text a fact version is found by: its key (entity id, kind, name and aliases;
+// attribute, definition, unit, period), its value, and every source behind it (id,
+// title, kind, publisher - so an accession number or a ticker finds it). Rebuilt after
+// every write that touches the version; an erased version drops out of the index.
+UNWIND $version_ids AS vid
+MATCH (f:Fact {version_id: vid})-[:VERSION_OF]->(k:FactKey)
+WHERE f.tenant = $tenant AND f.scope = $scope
+OPTIONAL MATCH (k)-[:ABOUT]->(e:Entity)
+WITH f, k, e,
+     reduce(t = '', s IN COLLECT {
+       MATCH (f)-[:EVIDENCED_BY]->(s:Source)
+       RETURN s.id + ' ' + coalesce(s.title, '') + ' ' + s.kind + ' ' + coalesce(s.publisher, '')
+     } | t + ' ' + s) AS sources
+SET f.search_scope = CASE WHEN f.erased_at IS NULL THEN $scope_token END,
+    f.search_text = CASE WHEN f.erased_at IS NULL THEN
+      k.entity + ' ' + coalesce(e.kind, '') + ' ' + coalesce(e.name, '') + ' '
+      + reduce(t = '', a IN coalesce(e.aliases, []) | t + ' ' + a) + ' '
+      + k.attribute + ' ' + k.definition + ' ' + k.unit + ' ' + k.period + ' '
+      + coalesce(f.value, '') + ' ' + sources
+    END
+RETURN count(f) AS indexed
+
+// name: search.index_memories
+// The text an experience or task state is found by: its own fields, the entities it is
+// about and the sources that validate it or that it refers to.
+UNWIND $memory_ids AS mid
+MATCH (m:Memory {memory_id: mid})
+WHERE m.tenant = $tenant AND m.scope = $scope
+WITH m,
+     reduce(t = '', x IN COLLECT {
+       MATCH (m)-[:ABOUT]->(e:Entity)
+       RETURN e.id + ' ' + coalesce(e.name, '') + ' '
+              + reduce(u = '', a IN coalesce(e.aliases, []) | u + ' ' + a)
+     } | t + ' ' + x) AS entities,
+     reduce(t = '', x IN COLLECT {
+       MATCH (m)-[:VALIDATED_BY|REFERS_TO]->(s:Source)
+       RETURN s.id + ' ' + coalesce(s.title, '') + ' ' + s.kind + ' ' + coalesce(s.publisher, '')
+     } | t + ' ' + x) AS sources
+WITH m, entities + ' ' + sources AS linked,
+     reduce(t = '', x IN coalesce(m.preconditions, []) + coalesce(m.procedure, [])
+                         + coalesce(m.open_items, []) + coalesce(m.artifact_refs, []) | t + ' ' + x)
+       AS lists
+SET m.search_scope = CASE WHEN m.erased_at IS NULL THEN $scope_token END,
+    m.search_text = CASE WHEN m.erased_at IS NULL THEN
+      coalesce(m.trigger, '') + ' ' + coalesce(m.outcome, '') + ' ' + coalesce(m.task_id, '') + ' '
+      + coalesce(m.goal, '') + ' ' + coalesce(m.checkpoint, '') + ' ' + lists + ' ' + linked
+    END
+RETURN count(m) AS indexed
+
+// name: search.entity_text
+// An entity's searchable fields before it is updated (to reindex only on a change);
+// no row for a new entity.
+MATCH (e:Entity {uid: $uid})
+WHERE e.tenant = $tenant AND e.scope = $scope
+RETURN e.name AS name, e.kind AS kind, e.aliases AS aliases
+
+// name: search.about_entity
+// Every fact version and memory about an entity (their text includes its names).
+MATCH (e:Entity {uid: $uid})
+WHERE e.tenant = $tenant AND e.scope = $scope
+RETURN COLLECT { MATCH (e)<-[:ABOUT]-(:FactKey)<-[:VERSION_OF]-(f:Fact) RETURN f.version_id }
+         AS version_ids,
+       COLLECT { MATCH (e)<-[:ABOUT]-(m:Memory) RETURN m.memory_id } AS memory_ids
+
+// name: search.hits
+// Step 1 of a search: the index hits in this scope, and every hard filter that is a
+// property of the hit itself, before any ranking or limit. Scope is the index lookup
+// (the search_scope token) and is re-checked on the node. For fact versions only type
+// and entity are decided here: their status, times and evidence are the read rule's
+// (fact.read, run next on their keys). Experiences and task states are decided here:
+//   type -> entity -> task -> known_at -> erased -> candidate (not live) -> cutoff ->
+//   retracted (no validating source public by C and not retracted by K) -> evidence
+//   (none meets the requirement) -> superseded (a later revision of the same task).
+// Returns the effective (known_at, cutoff), the kept hits and the removed ones by filter.
+WITH coalesce($known_at, datetime.transaction()) AS K
+WITH K, coalesce($cutoff, K) AS C
+CALL (K, C) {
+  CALL db.index.fulltext.queryNodes('graphmem_memory_text', $lucene) YIELD node AS n, score
+  WITH n, score
+  WHERE n.tenant = $tenant AND n.scope = $scope
+  WITH n, score,
+       CASE WHEN n:Fact THEN 'fact' WHEN n:Experience THEN 'experience'
+            WHEN n:TaskState THEN 'task_state' ELSE 'candidate' END AS type
+  OPTIONAL MATCH (n)-[:VERSION_OF]->(k:FactKey)
+  WITH n, score, type, k,
+       CASE
+         WHEN NOT coalesce(n.memory_type, type) IN $types THEN 'type'
+         WHEN $entity_uid IS NOT NULL AND NOT CASE type
+              WHEN 'fact' THEN EXISTS { (k)-[:ABOUT]->(:Entity {uid: $entity_uid}) }
+              WHEN 'candidate' THEN $entity_uid IN coalesce(n.refs, [])
+              ELSE EXISTS { (n)-[:ABOUT]->(:Entity {uid: $entity_uid}) } END THEN 'entity'
+         WHEN $task_id IS NOT NULL AND type = 'task_state' AND n.task_id <> $task_id THEN 'task'
+         WHEN type = 'fact' THEN null
+         WHEN n.recorded_at > K THEN 'known_at'
+         WHEN n.erased_at IS NOT NULL THEN 'erased'
+         WHEN type = 'candidate' THEN 'candidate'
+         WHEN n.available_by > C THEN 'cutoff'
+         WHEN type = 'experience' AND NOT EXISTS {
+              MATCH (n)-[v:VALIDATED_BY]->(s:Source)
+              WHERE v.recorded_at <= K AND s.available_by <= C
+                AND NOT EXISTS { (s)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= K }
+            } THEN 'retracted'
+         WHEN type = 'experience' AND NOT EXISTS {
+              MATCH (n)-[v:VALIDATED_BY]->(s:Source)
+              WHERE v.recorded_at <= K AND s.available_by <= C
+                AND NOT EXISTS { (s)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= K }
+                AND s.authority_rank >= $min_rank AND ($kinds IS NULL OR s.kind IN $kinds)
+            } THEN 'evidence'
+         WHEN type = 'task_state' AND ($min_rank > 0 OR $kinds IS NOT NULL) THEN 'evidence'
+         WHEN type = 'task_state' AND EXISTS {
+              MATCH (o:TaskState {tenant: $tenant, task_id: n.task_id})
+              WHERE o.scope = $scope AND o.revision > n.revision
+                AND o.recorded_at <= K AND o.available_by <= C
+            } THEN 'superseded'
+         ELSE null
+       END AS removed_by
+  RETURN count(n) AS matched,
+         collect(CASE WHEN removed_by IS NOT NULL
+                      THEN {id: coalesce(n.version_id, n.memory_id, n.id), by: removed_by} END)
+           AS removed,
+         collect(CASE WHEN removed_by IS NULL THEN {
+           id: coalesce(n.version_id, n.memory_id), type: type, score: score,
+           key: CASE WHEN k IS NULL THEN null ELSE k {.entity, .attribute, .unit, .definition,
+                                                      .period} END,
+           available_by: n.available_by, recorded_at: n.recorded_at,
+           rank: CASE type WHEN 'experience' THEN COLLECT {
+             MATCH (n)-[v:VALIDATED_BY]->(s:Source)
+             WHERE v.recorded_at <= K AND s.available_by <= C
+               AND NOT EXISTS { (s)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= K }
+               AND s.authority_rank >= $min_rank AND ($kinds IS NULL OR s.kind IN $kinds)
+             RETURN s.authority_rank ORDER BY s.authority_rank DESC LIMIT 1
+           }[0] ELSE null END
+         } END) AS kept
+}
+RETURN K AS known_at, C AS cutoff, matched, removed, kept
+
+// name: search.memories
+// Experiences and task states by id, with their evidence as of (C, K).
+UNWIND $memory_ids AS mid
+MATCH (m:Memory {memory_id: mid})
+WHERE m.tenant = $tenant AND m.scope = $scope
+RETURN m {.*, type: CASE WHEN m:Experience THEN 'experience' ELSE 'task_state' END} AS m,
+       COLLECT { MATCH (m)-[:ABOUT]->(e:Entity) RETURN e.id ORDER BY e.id } AS entities,
+       COLLECT {
+         MATCH (m)-[v:VALIDATED_BY]->(s:Source)
+         WHERE v.recorded_at <= $known_at
+         RETURN {source_id: s.id, kind: s.kind, authority: s.authority, rank: s.authority_rank,
+                 publisher: s.publisher, uri: s.uri, title: s.title,
+                 available_by: s.available_by, recorded_at: v.recorded_at,
+                 retracted: EXISTS { (s)<-[:RETRACTS]-(x:Retraction)
+                                     WHERE x.recorded_at <= $known_at }}
+       } AS ev
