@@ -34,3 +34,19 @@ SET c.lock = true
 WITH c, datetime.truncate('microsecond', coalesce($now, datetime.transaction())) AS now
 SET c.last = CASE WHEN now > c.last THEN now ELSE c.last + duration({nanoseconds: 1000}) END
 RETURN c.last AS recorded_at
+
+// name: admin.counts
+// What one scope holds, counted through the tenant-prefixed indexes.
+CALL () { MATCH (e:Entity) WHERE e.tenant = $tenant AND e.scope = $scope RETURN count(e) AS entities }
+CALL () {
+  MATCH (s:Source) WHERE s.tenant = $tenant AND s.scope = $scope
+  RETURN count(CASE WHEN s:Derivation THEN null ELSE s END) AS sources,
+         count(CASE WHEN s:Derivation THEN s END) AS derivations
+}
+CALL () {
+  MATCH (k:FactKey) WHERE k.tenant = $tenant AND k.scope = $scope
+  OPTIONAL MATCH (f:Fact)-[:VERSION_OF]->(k)
+  RETURN count(DISTINCT k) AS keys, count(f) AS versions,
+         sum(COUNT { (f)-[:EVIDENCED_BY]->(:Source) }) AS evidence
+}
+RETURN entities, sources, derivations, keys, versions, evidence

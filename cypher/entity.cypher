@@ -6,6 +6,11 @@ ON CREATE SET e.tenant = $tenant, e.scope = $scope, e.id = $id, e.recorded_at = 
 SET e.name = $name, e.kind = $kind, e.aliases = $aliases
 RETURN e.id AS id
 
+// name: entity.get
+MATCH (e:Entity {uid: $uid})
+WHERE e.tenant = $tenant AND e.scope = $scope
+RETURN e.id AS id, e.name AS name, e.kind AS kind, coalesce(e.aliases, []) AS aliases
+
 // name: entity.missing
 // Which of these entity uids do not exist in the scope (an assertion needs its entity).
 UNWIND $uids AS uid
@@ -20,7 +25,9 @@ MATCH (s:Source {uid: uid})
 WHERE s.tenant = $tenant AND s.scope = $scope
 RETURN s.uid AS uid, s.id AS id, s.kind AS kind, s.authority AS authority,
        s.available_by AS available_by, s.publisher AS publisher, s.uri AS uri,
-       s.title AS title, s.meta AS meta, s.erased_at AS erased_at
+       s.title AS title, s.meta AS meta, s.erased_at AS erased_at, s.recorded_at AS recorded_at,
+       COLLECT { MATCH (s)<-[:RETRACTS]-(x:Retraction) RETURN x.recorded_at
+                 ORDER BY x.recorded_at LIMIT 1 }[0] AS retracted_at
 
 // name: source.create
 CREATE (s:Source {uid: $uid, tenant: $tenant, scope: $scope, id: $id, kind: $kind,

@@ -84,7 +84,19 @@ RETURN r.i AS i, K AS known_at,
         evidence: size(live) - size(required),
         outranked: size(required) - size(kept),
         superseded: size(kept) - size(final)} AS explain,
-       head([v IN stored WHERE any(e IN v.ev WHERE e.idem = r.idem) | v.f.version_id]) AS already
+       head([v IN stored WHERE any(e IN v.ev WHERE e.idem = r.idem) | v.f.version_id]) AS already,
+       // which filter above removed each version (null: it is among the candidates), for
+       // search explain and context trace; the same lists as `explain`, per version.
+       [v IN stored | {version_id: v.f.version_id, by: CASE
+          WHEN NOT v IN recorded THEN 'known_at'
+          WHEN NOT v IN present THEN 'erased'
+          WHEN NOT v IN public THEN 'cutoff'
+          WHEN NOT v IN valid THEN 'invalidated'
+          WHEN NOT v IN live THEN 'retracted'
+          WHEN NOT v.f.version_id IN [x IN required | x.f.version_id] THEN 'evidence'
+          WHEN NOT v.f.version_id IN [x IN kept | x.f.version_id] THEN 'outranked'
+          WHEN NOT v.f.version_id IN [x IN final | x.f.version_id] THEN 'superseded'
+          END}] AS removed
 
 // name: fact.merge_keys
 UNWIND $keys AS key

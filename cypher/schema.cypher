@@ -46,7 +46,7 @@ CREATE CONSTRAINT graphmem_memory_id IF NOT EXISTS FOR (n:Memory) REQUIRE n.memo
 CREATE INDEX graphmem_task_state_task IF NOT EXISTS FOR (n:TaskState) ON (n.tenant, n.task_id)
 
 // name: schema.014.candidate_tenant
-CREATE INDEX graphmem_candidate_tenant IF NOT EXISTS FOR (n:Candidate) ON (n.tenant, n.recorded_at)
+CREATE INDEX graphmem_candidate_tenant IF NOT EXISTS FOR (n:Candidate) ON (n.tenant, n.scope)
 
 // name: schema.015.memory_text
 // The search index over every memory's text (graphmem/indexing.py builds `search_text`;

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import echo, indexing
 from .db import Tx
 from .errors import ConcurrentWriteError, InputError
 from .models import (
@@ -29,6 +30,7 @@ from .models import (
     Require,
     Scope,
     Source,
+    SourceRecord,
     authority_of,
 )
 from .values import decode, digest, encode
@@ -145,9 +147,11 @@ def tick(tx: Tx, scope: Scope, now: dt.datetime | None) -> dt.datetime:
 
 
 def put_entity(tx: Tx, scope: Scope, entity: Entity, recorded_at: Any) -> None:
+    uid = entity_uid(scope, entity.id)
+    before = indexing.entity_before(tx, scope, uid)  # search text names the entity
     tx.run(
         "entity.put",
-        uid=entity_uid(scope, entity.id),
+        uid=uid,
         id=entity.id,
         name=entity.name,
         kind=entity.kind,
@@ -155,6 +159,17 @@ def put_entity(tx: Tx, scope: Scope, entity: Entity, recorded_at: Any) -> None:
         recorded_at=recorded_at,
         **scope_params(scope),
     )
+    indexing.reindex_entity(tx, scope, uid, before, entity)
+
+
+def to_source_record(row: dict[str, Any]) -> SourceRecord:
+    """A SourceRecord from a ``source.get_many`` row."""
+    return SourceRecord(
+        id=row["id"], kind=row["kind"], authority=Authority(row["authority"]),
+        available_by=native(row["available_by"]), publisher=row["publisher"], uri=row["uri"],
+        title=row["title"], meta=json.loads(row["meta"] or "{}"),
+        recorded_at=native(row["recorded_at"]), retracted_at=native(row["retracted_at"]),
+        erased=row["erased_at"] is not None)
 
 
 def _same_source(stored: dict[str, Any], source: Source) -> bool:
@@ -181,6 +196,7 @@ def record_source(tx: Tx, scope: Scope, source: Source, recorded_at: Any) -> boo
                 "(record a new source, or retract this one)",
             )
         return False
+    echo.check_source(tx, scope, source)  # injected memory is never new evidence
     tx.run(
         "source.create",
         uid=uid,
@@ -322,6 +338,7 @@ def write_facts(
     result.unchanged += len(assertions) - len(outcome)  # repeats within this chunk
     for a in assertions:
         result.version_ids[a.row] = outcome[a.idem]
+    indexing.index_facts(tx, scope, outcome.values())  # new versions and new evidence
     return result
 
 

@@ -16,19 +16,29 @@ from typing import Any
 
 import neo4j
 
-from . import facts, lineage, schema
+from . import context as contexts
+from . import facts, governance, lineage, schema
+from . import search as searching
 from .db import Database, RetryPolicy, Tx
 from .errors import InputError, NotFoundError
 from .models import (
     Answer,
     Authority,
+    Candidate,
+    Context,
     Entity,
+    ExperienceIn,
     FactIn,
     FactVersion,
     Period,
+    Remembered,
     Require,
     Scope,
+    SearchResult,
     Source,
+    SourceRecord,
+    TaskStateIn,
+    TraceResult,
     WriteReport,
     check_scope,
 )
@@ -45,6 +55,11 @@ def _aware(name: str, value: dt.datetime | None) -> dt.datetime | None:
     if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
         raise InputError(name, "naive datetime refused: give a timezone (for example UTC)")
     return value.astimezone(dt.UTC)
+
+
+def _report(result: facts.ChunkResult, rows: int) -> WriteReport:
+    return WriteReport(rows=rows, created=result.created, evidence_added=result.evidence_added,
+                       unchanged=result.unchanged, chunks=1, version_ids=tuple(result.version_ids or ()))
 
 
 def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -173,21 +188,30 @@ class Memory:
     def assert_facts(self, scope: Scope, items: Iterable[FactIn]) -> WriteReport:
         """Assert many facts, ``chunk_size`` per transaction; a failed chunk leaves nothing."""
         scope = self.scope(scope)
-        totals = WriteReport()
-        ids: list[str] = []
+        total = WriteReport()
         for chunk in _chunks(items, self._chunk_size):
-            r = self.write(scope, "assert_facts",
-                lambda tx, at, c=chunk, o=totals.rows: facts.write_facts(tx, scope, c, at, offset=o),
+            report = self.write(
+                scope, "assert_facts",
+                lambda tx, at, c=chunk, o=total.rows: _report(facts.write_facts(tx, scope, c, at, offset=o), len(c)),
             )
-            ids.extend(r.version_ids)
-            totals = WriteReport(
-                rows=totals.rows + len(chunk),
-                created=totals.created + r.created,
-                evidence_added=totals.evidence_added + r.evidence_added,
-                unchanged=totals.unchanged + r.unchanged,
-                chunks=totals.chunks + 1,
-            )
-        return totals.model_copy(update={"version_ids": tuple(ids)})
+            total = total.merged(report)
+        return total
+
+    def record(self, scope: Scope, *, sources: Iterable[Source] = (),
+               items: Iterable[FactIn] = ()) -> WriteReport:
+        """Record sources and assert facts in ONE write transaction: all of it or nothing.
+
+        For a unit that must not be split — a filing and every value it reports.
+        """
+        scope = self.scope(scope)
+        sources, items = list(sources), list(items)
+
+        def work(tx: Tx, at: Any) -> WriteReport:
+            new = sum(facts.record_source(tx, scope, source, at) for source in sources)
+            report = _report(facts.write_facts(tx, scope, items, at), len(items)) if items else WriteReport()
+            return report.model_copy(update={"sources_recorded": new, "chunks": 1})
+
+        return self.write(scope, "record", work)
 
     def invalidate(self, scope: Scope, version_id: str, reason: str, *, by: str | None = None) -> FactVersion:
         """Mark a version as wrong from now on (known_at before now still shows it)."""
@@ -283,7 +307,10 @@ class Memory:
     ) -> int:
         """Forget an entity or a source: payloads go from every version and read; tombstones stay.
 
-        Returns how many fact versions were erased.
+        The erasure reaches every fact derived from an erased version, and the
+        experiences, task states, candidates and context-snapshot renderings that used
+        the entity or source (governance.erase_cascade). Returns how many fact versions
+        were erased.
         """
         scope = self.scope(scope)
         if (entity is None) == (source_id is None):
@@ -296,18 +323,22 @@ class Memory:
         def work(tx: Tx, at: Any) -> int:
             params = facts.scope_params(scope)
             targets = tx.one("lifecycle.erase_targets", entity_uid=e_uid, source_uid=s_uid, **params)
+            version_ids = governance.erase_reach(tx, scope, targets["version_ids"] if targets else [])
+            record_id = digest(scope.id, e_uid, s_uid, at, prefix="era_")
             row = tx.one(
                 "lifecycle.erase",
-                version_ids=targets["version_ids"] if targets else [],
+                version_ids=version_ids,
                 entity_uid=e_uid,
                 source_uid=s_uid,
-                record_id=digest(scope.id, e_uid, s_uid, at, prefix="era_"),
+                record_id=record_id,
                 target=f"entity:{entity}" if entity else f"source:{source_id}",
                 reason=reason,
                 by=by,
                 recorded_at=at,
                 **params,
             )
+            governance.erase_cascade(tx, scope, record_id=record_id, entity_uid=e_uid,
+                                     source_uid=s_uid, version_ids=version_ids, at=at)
             return int(row["erased"]) if row else 0
 
         return self.write(scope, "erase", work)
@@ -400,6 +431,25 @@ class Memory:
             return facts.versions_by_id(tx, scope, [r["version_id"] for r in rows])
 
         return self._db.read(work, "history")
+
+    def source(self, scope: Scope, source_id: str) -> SourceRecord | None:
+        """A recorded source with its meta and transaction time (None if unknown here)."""
+        scope = self.scope(scope)
+        row = self._db.read_one("source.get_many", uids=[facts.source_uid(scope, source_id)],
+                                **facts.scope_params(scope))
+        return facts.to_source_record(row) if row else None
+
+    def entity(self, scope: Scope, entity_id: str) -> Entity | None:
+        """An entity by id (None if unknown in this scope)."""
+        scope = self.scope(scope)
+        row = self._db.read_one("entity.get", uid=facts.entity_uid(scope, entity_id),
+                                **facts.scope_params(scope))
+        return Entity(**{**row, "aliases": tuple(row["aliases"])}) if row else None
+
+    def counts(self, scope: Scope) -> dict[str, int]:
+        """How many entities, sources, derivations, fact keys, versions and evidence edges."""
+        scope = self.scope(scope)
+        return self._db.read_one("admin.counts", **facts.scope_params(scope)) or {}
 
     def versions(self, scope: Scope, version_ids: list[str]) -> list[FactVersion]:
         """Versions by id (unknown ids are left out)."""
@@ -511,3 +561,125 @@ class Memory:
                                              known_at),
             "lineage",
         )
+
+    # ------------------------------------------------------------ agent memory (governance)
+    # Typed memories with write gates and a candidate queue, scoped search with hard
+    # filters first, a context builder that records what it injected, and the trace of
+    # a memory through a context (governance.py, search.py, context.py).
+
+    def remember_fact(self, scope: Scope, fact: FactIn) -> Remembered:
+        """The gated fact write for agents: live if its sources and entity are recorded,
+        else kept as a candidate with the reasons (``assert_fact`` raises instead)."""
+        scope = self.scope(scope)
+        if not isinstance(fact, FactIn):
+            raise InputError("fact", "a graphmem.FactIn is required")
+        return self.write(scope, "remember_fact",
+                          lambda tx, at: governance.remember_fact(tx, scope, fact, at))
+
+    def remember_experience(self, scope: Scope, experience: ExperienceIn) -> Remembered:
+        """Store an experience: live with an observed outcome and validating evidence,
+        else a candidate. An outcome that echoes injected memory raises EchoError."""
+        scope = self.scope(scope)
+        if not isinstance(experience, ExperienceIn):
+            raise InputError("experience", "a graphmem.ExperienceIn is required")
+        return self.write(scope, "remember_experience",
+                          lambda tx, at: governance.remember_experience(tx, scope, experience, at))
+
+    def save_task_state(self, scope: Scope, state: TaskStateIn, *,
+                        expected_revision: int | None = None) -> Remembered:
+        """Save a new revision of a task's state (a candidate if it has no task id).
+
+        With ``expected_revision`` (0 for a new task), ConcurrentWriteError unless the
+        task is at that revision; re-sending the current state changes nothing.
+        """
+        scope = self.scope(scope)
+        if not isinstance(state, TaskStateIn):
+            raise InputError("state", "a graphmem.TaskStateIn is required")
+        return self.write(scope, "save_task_state", lambda tx, at: governance.save_task_state(
+            tx, scope, state, at, expected_revision))
+
+    def candidates(self, scope: Scope, *, status: str | None = "pending") -> list[Candidate]:
+        """Candidates awaiting review (``status=None``: all, with their computed status)."""
+        scope = self.scope(scope)
+        if status not in (None, "pending", "approved", "rejected"):
+            raise InputError("status", "must be None, 'pending', 'approved' or 'rejected'")
+        return self._db.read(lambda tx: governance.list_candidates(tx, scope, status=status),
+                             "candidates")
+
+    def approve(self, scope: Scope, candidate_id: str, *, by: str) -> Remembered:
+        """Make a candidate live, vouched for by ``by`` (see governance.approve)."""
+        scope = self.scope(scope)
+        if not by:
+            raise InputError("by", "an approval names who made it")
+        return self.write(scope, "approve",
+                          lambda tx, at: governance.approve(tx, scope, candidate_id, by, at))
+
+    def reject(self, scope: Scope, candidate_id: str, reason: str, *,
+               by: str | None = None) -> Candidate:
+        """Record that a candidate must never become live, and why."""
+        scope = self.scope(scope)
+        if not reason:
+            raise InputError("reason", "a rejection needs a reason")
+        return self.write(scope, "reject", lambda tx, at: governance.reject(
+            tx, scope, candidate_id, reason, by, at))
+
+    def search(
+        self,
+        scope: Scope,
+        *,
+        text: str | None = None,
+        types: Iterable[str] | None = None,
+        entity: str | None = None,
+        task_id: str | None = None,
+        cutoff: dt.datetime | None = None,
+        known_at: dt.datetime | None = None,
+        require: Require | None = None,
+        limit: int = 10,
+        match: str = "all",
+    ) -> SearchResult:
+        """Memories matching ``text`` that pass every hard filter, ranked, at most ``limit``.
+
+        Filters (scope, type, entity, task, known_at, cutoff - default: known_at -,
+        status, evidence) run before ranking and limit; fact hits carry what ``as_of``
+        gives for their key. See graphmem/search.py for query syntax and ranking.
+        """
+        scope = self.scope(scope)
+        q = searching.make_query(
+            scope, text=text, match=match, types=types, entity=entity, task_id=task_id,
+            cutoff=_aware("cutoff", cutoff), known_at=_aware("known_at", known_at) or self._now(),
+            require=require, limit=limit)
+        return self._db.read(lambda tx: searching.search(tx, scope, q), "search")
+
+    def build_context(self, scope: Scope, *, task_id: str, memories: Any, token_budget: int,
+                      tokenizer: Callable[[str], int] | None = None) -> Context:
+        """Render ``memories`` (a SearchResult or its hits) within ``token_budget`` and record
+        the context snapshot (see graphmem/context.py)."""
+        scope = self.scope(scope)
+        if not isinstance(task_id, str) or not task_id:
+            raise InputError("task_id", "a context belongs to a task: give its id")
+        if not isinstance(token_budget, int) or isinstance(token_budget, bool) or token_budget < 1:
+            raise InputError("token_budget", "must be a positive integer")
+        if tokenizer is not None and not callable(tokenizer):
+            raise InputError("tokenizer", "must be a callable str -> int")
+        contexts.check_memories(memories)
+        return self.write(scope, "build_context", lambda tx, at: contexts.record(
+            tx, scope, task_id=task_id, memories=memories, token_budget=token_budget,
+            tokenizer=tokenizer, at=at))
+
+    def context_snapshot(self, scope: Scope, snapshot_id: str) -> Context:
+        """A recorded context snapshot: what was considered, included, cut, and rendered."""
+        scope = self.scope(scope)
+        return self._db.read(lambda tx: contexts.load(tx, scope, snapshot_id), "context_snapshot")
+
+    def trace(self, scope: Scope, snapshot_id: str, memory_id: str | None = None, *,
+              entity: str | None = None, attribute: str | None = None,
+              period: Period | None = None) -> TraceResult:
+        """What happened to a memory (or every version of a fact key) on its way into the
+        context of ``snapshot_id``: included, cut, not considered, filtered (by which
+        filter), candidate only, not found by the search, or not stored."""
+        scope = self.scope(scope)
+        if (memory_id is None) == (entity is None or attribute is None):
+            raise InputError("trace", "give memory_id=, or entity= and attribute=")
+        return self._db.read(lambda tx: contexts.trace(
+            tx, scope, snapshot_id, memory_id, entity=entity, attribute=attribute,
+            period=period), "trace")

@@ -276,14 +276,32 @@ class Answer(_Model):
 
 
 class WriteReport(_Model):
-    """What a batch write did, counted by outcome."""
+    """What a batch write did, counted by outcome; ``version_ids`` follow the input rows."""
 
     rows: int = 0
     created: int = 0
     evidence_added: int = 0
     unchanged: int = 0
+    sources_recorded: int = 0
     chunks: int = 0
     version_ids: tuple[str, ...] = ()
+
+    def merged(self, other: WriteReport) -> WriteReport:
+        """The totals of two consecutive writes."""
+        return WriteReport(
+            rows=self.rows + other.rows, created=self.created + other.created,
+            evidence_added=self.evidence_added + other.evidence_added,
+            unchanged=self.unchanged + other.unchanged,
+            sources_recorded=self.sources_recorded + other.sources_recorded,
+            chunks=self.chunks + other.chunks, version_ids=self.version_ids + other.version_ids)
+
+
+class SourceRecord(Source):
+    """A source as recorded: its fields plus when graphmem stored it, and its retraction."""
+
+    recorded_at: dt.datetime
+    retracted_at: dt.datetime | None = None
+    erased: bool = False
 
 
 def authority_of(rank: int) -> Authority:
@@ -498,9 +516,10 @@ class Context(_Model):
     tokenizer: str
     included: tuple[ContextItem, ...]
     cut: tuple[ContextItem, ...]
-    cutoff: dt.datetime
-    known_at: dt.datetime
+    cutoff: dt.datetime | None
+    known_at: dt.datetime | None
     recorded_at: dt.datetime
+    query: SearchQuery | None = None
 
     @property
     def considered(self) -> tuple[str, ...]:

@@ -69,7 +69,7 @@ def _drv(mem, scope, version):
 def test_retract_applies_the_cascade_and_old_known_at_still_sees_it(mem, scope, base):
     s = derive(mem, scope, "s", 30, a=base["x"], b=base["y"])
     t = derive(mem, scope, "t", 60, a=s)
-    before = dt.datetime.now(UTC)
+    before = t.recorded_at  # the tenant's last write: transaction time is the server's, not ours
     report = mem.retract_source(scope, "A", reason="filing withdrawn")
     assert {i.id for i in report.items if i.reason == "invalid"} >= {s.version_id, t.version_id}
     late = day(30)

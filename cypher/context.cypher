@@ -1,0 +1,71 @@
+// Context snapshots (what a context builder showed a model) and the echo guard that
+// uses them. A snapshot is a (:Record:ContextSnapshot) linked by INCLUDED to every
+// memory node it rendered; each INCLUDED edge keeps that memory's rendered line and
+// the hashes of the line and of its claim (graphmem/echo.py).
+
+// name: context.record
+CREATE (s:Record:ContextSnapshot {
+  id: $id, kind: 'context', tenant: $tenant, scope: $scope, task_id: $task_id,
+  rendered: $rendered, rendered_hash: $rendered_hash, echo_hash: $echo_hash,
+  token_budget: $token_budget, tokens_used: $tokens_used, tokens_considered: $tokens_considered,
+  tokenizer: $tokenizer, considered: $considered, included: $included, cut: $cut,
+  items: $items, query: $query, cutoff: $cutoff, known_at: $known_at, recorded_at: $recorded_at})
+WITH s
+CALL (s) {
+  UNWIND $lines AS line
+  OPTIONAL MATCH (f:Fact {version_id: line.memory_id})
+  WHERE f.tenant = $tenant AND f.scope = $scope
+  OPTIONAL MATCH (m:Memory {memory_id: line.memory_id})
+  WHERE m.tenant = $tenant AND m.scope = $scope
+  WITH line, coalesce(f, m) AS n
+  WHERE n IS NOT NULL
+  CREATE (s)-[:INCLUDED {memory_id: line.memory_id, item: line.item, line: line.line,
+                         tokens: line.tokens, text: line.text, line_hash: line.line_hash,
+                         claim_hash: line.claim_hash}]->(n)
+}
+RETURN s.id AS id
+
+// name: context.get
+MATCH (s:Record:ContextSnapshot {id: $id})
+WHERE s.tenant = $tenant AND s.scope = $scope
+RETURN s {.*} AS s,
+       COLLECT {
+         MATCH (s)-[r:INCLUDED]->()
+         RETURN r {.memory_id, .item, .line, .text} AS r ORDER BY r.item, r.line
+       } AS lines
+
+// name: context.memory_state
+// Whether a memory id names something stored in this scope, and when: a fact version,
+// an experience or task state, or a candidate (never live).
+OPTIONAL MATCH (f:Fact {version_id: $id})
+WHERE f.tenant = $tenant AND f.scope = $scope
+OPTIONAL MATCH (m:Memory {memory_id: $id})
+WHERE m.tenant = $tenant AND m.scope = $scope
+OPTIONAL MATCH (c:Record:Candidate {id: $id})
+WHERE c.tenant = $tenant AND c.scope = $scope
+WITH coalesce(f, m, c) AS n, c IS NOT NULL AS candidate
+RETURN n IS NOT NULL AS stored, candidate, n.recorded_at AS recorded_at,
+       n.erased_at AS erased_at
+
+// name: echo.find
+// Which snapshot of this scope rendered text with one of these fingerprints, or
+// injected one of these memory ids (see graphmem/echo.py).
+CALL () {
+  MATCH (s:ContextSnapshot)
+  WHERE s.tenant = $tenant AND s.echo_hash IN $hashes AND s.scope = $scope
+  RETURN s.id AS snapshot, 'rendering' AS match, s.echo_hash AS hash, null AS memory_id
+  UNION
+  MATCH (s:ContextSnapshot)-[r:INCLUDED]->()
+  WHERE r.line_hash IN $hashes AND s.tenant = $tenant AND s.scope = $scope
+  RETURN s.id AS snapshot, 'line' AS match, r.line_hash AS hash, r.memory_id AS memory_id
+  UNION
+  MATCH (s:ContextSnapshot)-[r:INCLUDED]->()
+  WHERE r.claim_hash IN $hashes AND s.tenant = $tenant AND s.scope = $scope
+  RETURN s.id AS snapshot, 'claim' AS match, r.claim_hash AS hash, r.memory_id AS memory_id
+  UNION
+  MATCH (s:ContextSnapshot)-[r:INCLUDED]->()
+  WHERE r.memory_id IN $memory_ids AND s.tenant = $tenant AND s.scope = $scope
+  RETURN s.id AS snapshot, 'memory_id' AS match, null AS hash, r.memory_id AS memory_id
+}
+RETURN snapshot, match, hash, memory_id
+LIMIT 10

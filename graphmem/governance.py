@@ -1,0 +1,442 @@
+"""Agent memory governance: typed memories, their write gates, the candidate queue and
+the erase cascade (DESIGN.md sections 5 and 7; the essay's sections 2 and 4).
+
+Three memory types, each with a gate that decides whether a write may become live:
+
+============  =====================================================================
+fact          at least one source, every source recorded in the scope, its entity
+              recorded (``derive`` already refuses a derivation without inputs and
+              method, and stays the way to write a derived fact)
+experience    an observed outcome and at least one validating evidence source
+task_state    a task id (a task state lives with its task; it is never promoted)
+============  =====================================================================
+
+A write that fails its gate is stored as a :class:`~graphmem.models.Candidate` with the
+reasons, never dropped and never live: it is not in any read, search or context until
+someone approves it. Approving records an ``Approval``; for a fact or experience that
+lacked evidence, the approver's own ``user_correction`` source becomes its evidence (the
+essay's ``user_approved`` gate). Rejecting records a ``Rejection``. A candidate's status
+is computed from those records, never stored in a field.
+
+``Memory.assert_fact`` is unchanged: it is the trusted, programmatic path (loaders),
+where a missing source or entity is a caller's bug and raises InputError with nothing
+written. ``Memory.remember_fact`` is the gated path for agent writes.
+
+Idempotency: an experience or task state with an ``event_id`` is keyed by scope, type
+and event id; without one, by its content (a task state re-sent while it is still the
+task's latest revision changes nothing). A candidate is keyed by scope, type and
+content. Re-sending any of them returns what the first write stored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from . import echo, facts, indexing
+from .db import Tx
+from .errors import ConcurrentWriteError, InputError, NotFoundError
+from .models import (
+    Authority,
+    Candidate,
+    Evidence,
+    Experience,
+    ExperienceIn,
+    FactIn,
+    MemoryType,
+    Remembered,
+    Scope,
+    Source,
+    TaskState,
+    TaskStateIn,
+    authority_of,
+)
+from .values import decode, digest, encode
+
+APPROVAL_KIND = "approval"
+
+
+# ---------------------------------------------------------------- lookups
+
+
+def _known(tx: Tx, scope: Scope, source_ids: Iterable[str], entity_ids: Iterable[str]
+           ) -> tuple[dict[str, dict[str, Any]], set[str]]:
+    """The recorded sources among ``source_ids`` (by id) and the entity ids not recorded."""
+    params = facts.scope_params(scope)
+    sids = sorted(set(source_ids))
+    rows = tx.run("source.get_many", uids=[facts.source_uid(scope, s) for s in sids], **params)
+    sources = {row["id"]: row for row in rows}
+    eids = sorted(set(entity_ids))
+    uid_to_id = {facts.entity_uid(scope, e): e for e in eids}
+    missing = tx.run("entity.missing", uids=sorted(uid_to_id), **params)
+    return sources, {uid_to_id[row["uid"]] for row in missing}
+
+
+def _source_reasons(claimed: Sequence[str], known: dict[str, Any], what: str) -> list[str]:
+    if not claimed:
+        return [f"no source: {what}"]
+    return [f"source {sid!r} is not recorded in this scope" for sid in claimed if sid not in known]
+
+
+def _entity_reasons(missing: set[str]) -> list[str]:
+    return [f"entity {e!r} is not recorded in this scope (put_entity first)"
+            for e in sorted(missing)]
+
+
+# ---------------------------------------------------------------- candidates
+
+
+def _fact_payload(fact: FactIn) -> dict[str, Any]:
+    """A fact as JSON that round-trips its typed value (a Decimal stays a Decimal)."""
+    payload = fact.model_dump(mode="json")
+    value_type, text, _ = encode(fact.value)
+    payload["value"] = {"type": value_type, "text": text}
+    return payload
+
+
+def _fact_of(payload: dict[str, Any]) -> FactIn:
+    data = dict(payload)
+    data["value"] = decode(payload["value"]["type"], payload["value"]["text"])
+    return FactIn.model_validate(data)
+
+
+def _strings(value: Any) -> Iterable[str]:
+    """Every string inside a JSON value (the candidate's searchable text)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _strings(v)
+
+
+def _store_candidate(tx: Tx, scope: Scope, memory_type: MemoryType, payload: dict[str, Any],
+                     reasons: list[str], at: Any, *, event_id: str | None = None
+                     ) -> Remembered:
+    """Keep a write that failed its gate, with its reasons (idempotent; never live)."""
+    cid = digest(scope.id, "candidate", memory_type, event_id or payload, prefix="cand_")
+    refs = [facts.entity_uid(scope, e) for e in _entity_ids(memory_type, payload)]
+    refs += [facts.source_uid(scope, s) for s in _source_ids(memory_type, payload)]
+    tx.run("candidate.create", id=cid, memory_type=memory_type,
+           payload=json.dumps(payload, sort_keys=True), reasons=reasons, refs=sorted(set(refs)),
+           search_text=" ".join([memory_type, *_strings(payload)]),
+           scope_token=indexing.scope_token(scope), recorded_at=at, **facts.scope_params(scope))
+    stored = list_candidates(tx, scope, ids=[cid])[0]
+    return Remembered(type=memory_type, status="candidate", id=cid, reasons=stored.reasons)
+
+
+def _entity_ids(memory_type: MemoryType, payload: dict[str, Any]) -> list[str]:
+    if memory_type == "fact":
+        return [payload["entity"]]
+    return list(payload.get("entities") or [])
+
+
+def _source_ids(memory_type: MemoryType, payload: dict[str, Any]) -> list[str]:
+    key = {"fact": "sources", "experience": "evidence", "task_state": "artifact_refs"}
+    return list(payload.get(key[memory_type]) or [])
+
+
+def _candidate(row: dict[str, Any]) -> Candidate:
+    c = row["c"]
+    return Candidate(
+        id=c["id"],
+        type=c["memory_type"],
+        payload=json.loads(c["payload"]) if c.get("payload") else None,
+        reasons=tuple(c["reasons"]),
+        status=row["status"],
+        recorded_at=facts.native(c["recorded_at"]),
+        decided_at=facts.native(row["decided_at"]),
+        decided_by=row["decided_by"],
+        decision_reason=row["decision_reason"],
+        memory_id=row["memory_id"],
+        erased=c.get("erased_at") is not None,
+    )
+
+
+def list_candidates(tx: Tx, scope: Scope, *, ids: Sequence[str] | None = None,
+                    status: str | None = None) -> list[Candidate]:
+    rows = tx.run("candidate.list", ids=list(ids) if ids is not None else None, status=status,
+                  **facts.scope_params(scope))
+    return [_candidate(r) for r in rows]
+
+
+# ---------------------------------------------------------------- facts
+
+
+def remember_fact(tx: Tx, scope: Scope, fact: FactIn, at: Any) -> Remembered:
+    """The gated fact write: live if it has recorded sources and entity, else a candidate."""
+    known, missing = _known(tx, scope, fact.sources, [fact.entity])
+    reasons = _entity_reasons(missing) + _source_reasons(
+        fact.sources, known, "a fact needs at least one source")
+    if reasons:
+        return _store_candidate(tx, scope, "fact", _fact_payload(fact), reasons, at)
+    vid = facts.write_facts(tx, scope, [fact], at).version_ids[0]
+    version = facts.versions_by_id(tx, scope, [vid])[0]
+    return Remembered(type="fact", status="live", id=vid, version=version)
+
+
+# ---------------------------------------------------------------- experiences
+
+
+def _content_hash(payload: dict[str, Any]) -> str:
+    return digest({k: v for k, v in payload.items() if k != "event_id"}, prefix="c")
+
+
+def _existing(tx: Tx, scope: Scope, memory_id: str, content_hash: str, where: str) -> bool:
+    """True if this memory is already stored with this content (a retry or duplicate)."""
+    row = tx.one("memory.content_hash", memory_id=memory_id, **facts.scope_params(scope))
+    if row is None:
+        return False
+    if row["content_hash"] != content_hash:
+        raise InputError(where, f"event already recorded as {memory_id} with different content")
+    return True
+
+
+def remember_experience(tx: Tx, scope: Scope, experience: ExperienceIn, at: Any,
+                        *, approval: Source | None = None) -> Remembered:
+    """The gated experience write: live with an observed outcome and validating evidence.
+
+    Its outcome passes the echo guard first (an outcome the agent read in its own
+    context was not observed). Its ``available_by`` is the latest of its evidence's.
+    """
+    payload = experience.model_dump(mode="json")
+    if experience.outcome:
+        echo.refuse(tx, scope, "experience", [("outcome", experience.outcome)])
+    known, missing = _known(tx, scope, experience.evidence, experience.entities)
+    reasons = []
+    if not (experience.outcome or "").strip():
+        reasons.append("no observed outcome: an experience records what was observed")
+    reasons += _entity_reasons(missing)
+    if approval is None:
+        reasons += _source_reasons(experience.evidence, known,
+                                   "an experience needs at least one validating evidence record")
+    if reasons:
+        return _store_candidate(tx, scope, "experience", payload, reasons, at,
+                                event_id=experience.event_id)
+    evidence = [known[s] for s in experience.evidence if s in known]
+    if approval is not None:
+        evidence.append({"id": approval.id, "available_by": approval.available_by})
+    memory_id = digest(scope.id, "experience", experience.event_id or payload, prefix="exp_")
+    content_hash = _content_hash(payload)
+    if not _existing(tx, scope, memory_id, content_hash, "experience.event_id"):
+        tx.run(
+            "experience.create", memory_id=memory_id, trigger=experience.trigger,
+            preconditions=list(experience.preconditions), procedure=list(experience.procedure),
+            outcome=experience.outcome, content_hash=content_hash,
+            available_by=max(facts.native(e["available_by"]) for e in evidence),
+            evidence=[facts.source_uid(scope, e["id"]) for e in evidence],
+            entities=[facts.entity_uid(scope, e) for e in experience.entities],
+            recorded_at=at, **facts.scope_params(scope))
+        indexing.index_memories(tx, scope, [memory_id])
+    exp = load_memories(tx, scope, [memory_id], known_at=at, cutoff=None)[memory_id]
+    return Remembered(type="experience", status="live", id=memory_id, experience=exp)
+
+
+# ---------------------------------------------------------------- task states
+
+
+def save_task_state(tx: Tx, scope: Scope, state: TaskStateIn, at: Any,
+                    expected_revision: int | None = None) -> Remembered:
+    """The gated task-state write: a new revision of its task, the latest being active.
+
+    Re-sending the task's current state changes nothing; with ``expected_revision``, a
+    mismatch with the task's revision raises ConcurrentWriteError.
+    """
+    payload = state.model_dump(mode="json")
+    task_id = (state.task_id or "").strip()
+    _, missing = _known(tx, scope, (), state.entities)
+    reasons = [] if task_id else ["no task id: a task state lives with its task"]
+    reasons += _entity_reasons(missing)
+    if reasons:
+        return _store_candidate(tx, scope, "task_state", payload, reasons, at,
+                                event_id=state.event_id)
+    content_hash = _content_hash(payload)
+    current = tx.one("task.current", task_id=task_id, **facts.scope_params(scope))
+    if state.event_id:
+        memory_id = digest(scope.id, "task_state", state.event_id, prefix="ts_")
+        if _existing(tx, scope, memory_id, content_hash, "task_state.event_id"):
+            return _task_result(tx, scope, memory_id, at)
+    elif current["content_hash"] == content_hash:
+        return _task_result(tx, scope, current["memory_id"], at)
+    revision = current["revision"]
+    if expected_revision is not None and expected_revision != revision:
+        raise ConcurrentWriteError(f"task {task_id}", expected_revision, revision)
+    if not state.event_id:
+        memory_id = digest(scope.id, "task_state", task_id, revision + 1, content_hash,
+                           prefix="ts_")
+    known, _ = _known(tx, scope, state.artifact_refs, ())
+    tx.run(
+        "task.create", memory_id=memory_id, task_id=task_id, goal=state.goal,
+        checkpoint=state.checkpoint, open_items=list(state.open_items),
+        artifact_refs=list(state.artifact_refs), revision=revision + 1,
+        content_hash=content_hash, available_by=state.available_by,
+        sources=[facts.source_uid(scope, s) for s in known],
+        entities=[facts.entity_uid(scope, e) for e in state.entities],
+        recorded_at=at, **facts.scope_params(scope))
+    indexing.index_memories(tx, scope, [memory_id])
+    return _task_result(tx, scope, memory_id, at)
+
+
+def _task_result(tx: Tx, scope: Scope, memory_id: str, at: Any) -> Remembered:
+    ts = load_memories(tx, scope, [memory_id], known_at=at, cutoff=None)[memory_id]
+    return Remembered(type="task_state", status="live", id=memory_id, task_state=ts)
+
+
+# ---------------------------------------------------------------- review
+
+
+def approve(tx: Tx, scope: Scope, candidate_id: str, by: str, at: Any) -> Remembered:
+    """Make a pending candidate live, vouched for by ``by``; approving twice is one approval.
+
+    What an approver can vouch for is evidence: a fact or experience that lacked a
+    recorded source gets the approver's ``user_correction`` source instead (the
+    unrecorded source ids it claimed are named in that source's meta). What an approval
+    cannot supply - an entity that is not recorded, an outcome that was never observed,
+    a task id - raises InputError, and the candidate stays pending.
+    """
+    found = list_candidates(tx, scope, ids=[candidate_id])
+    if not found:
+        raise NotFoundError(f"no candidate {candidate_id} in scope {scope.id}")
+    cand = found[0]
+    if cand.status == "approved":
+        return Remembered(type=cand.type, status="live", id=cand.memory_id or "")
+    if cand.status == "rejected":
+        raise InputError("candidate", f"{candidate_id} was rejected by {cand.decided_by} "
+                                      f"({cand.decision_reason}); it cannot be approved")
+    if cand.payload is None:
+        raise InputError("candidate", f"{candidate_id} was erased")
+    made = _make_live(tx, scope, cand, by, at)
+    if made.status != "live":
+        raise InputError("candidate", f"{candidate_id} still fails its gate after approval: "
+                                      + "; ".join(made.reasons))
+    tx.run("candidate.approve", id=candidate_id, memory_id=made.id, by=by,
+           record_id=digest(candidate_id, prefix="apr_"), recorded_at=at,
+           **facts.scope_params(scope))
+    return made
+
+
+def _approval_source(tx: Tx, scope: Scope, cand: Candidate, by: str, at: Any,
+                     unrecorded: Sequence[str]) -> Source:
+    source = Source(id=f"approval:{cand.id}", kind=APPROVAL_KIND,
+                    authority=Authority.USER_CORRECTION, publisher=f"user:{by}",
+                    available_by=facts.native(at), title=f"{by} approved candidate {cand.id}",
+                    meta={"claimed_sources": ",".join(unrecorded)} if unrecorded else {})
+    facts.record_source(tx, scope, source, at)
+    return source
+
+
+def _make_live(tx: Tx, scope: Scope, cand: Candidate, by: str, at: Any) -> Remembered:
+    payload = cand.payload or {}
+    if cand.type == "fact":
+        fact = _fact_of(payload)
+        known, missing = _known(tx, scope, fact.sources, [fact.entity])
+        if missing:
+            return Remembered(type="fact", status="candidate", id=cand.id,
+                              reasons=tuple(_entity_reasons(missing)))
+        unrecorded = [s for s in fact.sources if s not in known]
+        if unrecorded or not fact.sources:
+            approval = _approval_source(tx, scope, cand, by, at, unrecorded)
+            fact = fact.model_copy(update={
+                "sources": (*[s for s in fact.sources if s in known], approval.id),
+                "available_by": None})
+        return remember_fact(tx, scope, fact, at)
+    if cand.type == "experience":
+        exp = ExperienceIn.model_validate(payload)
+        known, _ = _known(tx, scope, exp.evidence, ())
+        unrecorded = [s for s in exp.evidence if s not in known]
+        if exp.outcome and (unrecorded or not exp.evidence):
+            approval = _approval_source(tx, scope, cand, by, at, unrecorded)
+            exp = exp.model_copy(update={"evidence": tuple(s for s in exp.evidence if s in known)})
+            return remember_experience(tx, scope, exp, at, approval=approval)
+        return remember_experience(tx, scope, exp, at)
+    return save_task_state(tx, scope, TaskStateIn.model_validate(payload), at)
+
+
+def reject(tx: Tx, scope: Scope, candidate_id: str, reason: str, by: str | None,
+           at: Any) -> Candidate:
+    """Record a rejection; rejecting twice is one rejection; an approved one cannot be."""
+    found = list_candidates(tx, scope, ids=[candidate_id])
+    if not found:
+        raise NotFoundError(f"no candidate {candidate_id} in scope {scope.id}")
+    if found[0].status == "approved":
+        raise InputError("candidate", f"{candidate_id} was already approved; invalidate or "
+                                      "retract the memory it made instead")
+    if found[0].status == "pending":
+        tx.run("candidate.reject", id=candidate_id, reason=reason, by=by,
+               record_id=digest(candidate_id, prefix="rej_"), recorded_at=at,
+               **facts.scope_params(scope))
+    return list_candidates(tx, scope, ids=[candidate_id])[0]
+
+
+# ---------------------------------------------------------------- reading memories
+
+
+def _evidence(rows: Iterable[dict[str, Any]]) -> tuple[Evidence, ...]:
+    return tuple(sorted(
+        (Evidence(source_id=e["source_id"], kind=e["kind"], authority=Authority(e["authority"]),
+                  publisher=e["publisher"], uri=e["uri"], title=e["title"],
+                  available_by=facts.native(e["available_by"]),
+                  recorded_at=facts.native(e["recorded_at"]), retracted=e["retracted"])
+         for e in rows),
+        key=lambda e: (e.available_by, e.source_id)))
+
+
+def load_memories(tx: Tx, scope: Scope, memory_ids: Sequence[str], *, known_at: Any,
+                  cutoff: Any) -> dict[str, Experience | TaskState]:
+    """Experiences and task states by id, their evidence and authority as of (cutoff, known_at)
+    (``cutoff`` None: as of ``known_at``)."""
+    rows = tx.run("search.memories", memory_ids=list(memory_ids), known_at=known_at,
+                  **facts.scope_params(scope))
+    limit = facts.native(cutoff if cutoff is not None else known_at)
+    out: dict[str, Experience | TaskState] = {}
+    for row in rows:
+        m = row["m"]
+        common = {"memory_id": m["memory_id"], "entities": tuple(row["entities"]),
+                  "available_by": facts.native(m["available_by"]),
+                  "recorded_at": facts.native(m["recorded_at"]),
+                  "erased": m.get("erased_at") is not None}
+        if m["type"] == "experience":
+            ev = _evidence(row["ev"])
+            live = [e.authority.rank for e in ev if not e.retracted and e.available_by <= limit]
+            out[m["memory_id"]] = Experience(
+                trigger=m.get("trigger"), preconditions=tuple(m.get("preconditions") or ()),
+                procedure=tuple(m.get("procedure") or ()), outcome=m.get("outcome"),
+                authority=authority_of(max(live)) if live else None, sources=ev, **common)
+        else:
+            out[m["memory_id"]] = TaskState(
+                task_id=m["task_id"], goal=m.get("goal"), checkpoint=m.get("checkpoint"),
+                open_items=tuple(m.get("open_items") or ()),
+                artifact_refs=tuple(m.get("artifact_refs") or ()), revision=m["revision"],
+                **common)
+    return out
+
+
+# ---------------------------------------------------------------- erase cascade
+
+
+def erase_reach(tx: Tx, scope: Scope, version_ids: Sequence[str]) -> list[str]:
+    """The versions an erasure reaches: those given, and every fact derived from them
+    at any depth (a derived value carries its inputs' information)."""
+    if not version_ids:
+        return []
+    row = tx.one("cascade.downstream", version_ids=list(version_ids), **facts.scope_params(scope))
+    return sorted(set(version_ids) | set(row["version_ids"] if row else []))
+
+
+def erase_cascade(tx: Tx, scope: Scope, *, record_id: str, entity_uid: str | None,
+                  source_uid: str | None, version_ids: Sequence[str], at: Any) -> None:
+    """After ``lifecycle.erase``: erase the experiences, task states and candidates that
+    used the entity or source, scrub their lines (and the erased facts') from context
+    snapshot renderings, and take all of it out of the search index."""
+    params = facts.scope_params(scope)
+    tx.run("cascade.erase_memories", record_id=record_id, entity_uid=entity_uid,
+           source_uid=source_uid, recorded_at=at, **params)
+    tx.run("cascade.scrub_snapshots", record_id=record_id, recorded_at=at, **params)
+    touched = list(version_ids)
+    if source_uid is not None:  # versions that keep other evidence no longer name it
+        row = tx.one("cascade.source_facts", source_uid=source_uid, **params)
+        touched += row["version_ids"] if row else []
+    indexing.index_facts(tx, scope, touched)

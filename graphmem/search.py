@@ -1,0 +1,255 @@
+"""Search: hard filters first, then ranking, then the limit (the essay's section 5).
+
+One read transaction, three steps, nothing ranked or cut before every filter ran:
+
+1. ``search.hits`` - the full-text index (``graphmem_memory_text``) inside the caller's
+   scope, then every filter that is a property of the hit: type, entity, task, and for
+   experiences and task states their times, status and evidence.
+2. ``fact.read`` - the one read rule, run on the keys of the fact versions that
+   matched, at the search's (cutoff, known_at) with its evidence requirement: a fact
+   hit is what ``as_of`` would answer for that key, and a matched version that the
+   rule does not keep (superseded, outranked, retracted, ...) is removed with that
+   reason. The rule is not re-implemented here.
+3. rank what is left, and only then apply ``limit``.
+
+**Query text.** Words are stemmed (english analyzer), so "declines" meets "declined".
+A token with a digit or inner punctuation (``E-4012``, ``0001564590-16-013195``,
+``ERR_CONN_RESET``) or an all-capitals token (a ticker, ``PYPL``) is identifier-like: it
+is searched as an exact phrase and is always required, so a query for a code the
+memory never saw finds nothing rather than a near match. ``match="all"`` (default)
+requires every word too: a question about something never stored comes back
+``not_found``. ``match="any"`` lets plain words be optional (for a paraphrase that
+shares only some words with the memory); identifier-like tokens stay required.
+English stop words are ignored; a text of stop words only is refused.
+
+**Ranking** (documented in every result's ``explain.ranking`` and each hit's ``rank``):
+authority tier first (user_correction > primary > derived > inference > none - a task
+state has no evidence, so no authority), then the full-text score normalised to the
+best hit, then recency (``available_by`` closest to the cutoff), then the memory id.
+Authority is a tier, not a weight: no amount of keyword stuffing lets a low-authority
+memory outrank a primary one (the poisoning defence), and within a tier the text decides.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import facts, governance, indexing
+from .db import Tx
+from .errors import InputError
+from .models import (
+    MEMORY_TYPES,
+    Answer,
+    Authority,
+    MemoryType,
+    Rank,
+    Require,
+    Scope,
+    SearchExplain,
+    SearchHit,
+    SearchQuery,
+    SearchResult,
+    authority_of,
+)
+
+# The order the filters run in (search.hits, then fact.read), for explain.
+FILTERS = ("type", "entity", "task", "known_at", "erased", "candidate", "cutoff",
+           "invalidated", "retracted", "evidence", "outranked", "superseded")
+STATUS = frozenset({"erased", "candidate", "invalidated", "retracted", "outranked",
+                    "superseded"})
+RANKING = ("authority tier (user_correction > primary > derived > inference > none), then "
+           "full-text score normalised to the best hit, then recency (available_by closest "
+           "to the cutoff), then memory id")
+# Lucene's English stop words (the english analyzer drops them).
+STOP_WORDS = frozenset((
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is",
+    "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there",
+    "these", "they", "this", "to", "was", "will", "with"))
+_IDENTIFIER = re.compile(r"\d|\w[-_.:/]\w")
+_EDGES = ".,;:!?()[]{}<>\"'`"
+
+
+def filter_name(removed_by: str) -> str:
+    """The filter a removal reason belongs to (DESIGN.md's list: scope, cutoff, known_at,
+    status, evidence; plus the caller's own selectors type, entity, task)."""
+    return f"status:{removed_by}" if removed_by in STATUS else removed_by
+
+
+def _identifier(token: str) -> bool:
+    return bool(_IDENTIFIER.search(token)) or (len(token) > 1 and token.isupper())
+
+
+def _phrase(token: str) -> str:
+    """A token as a Lucene phrase: inside quotes only backslash and quote are special, so
+    no input can change the query's structure (or reach another scope's documents)."""
+    return '"' + token.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def lucene(scope: Scope, text: str | None, match: str, entity: str | None) -> str:
+    """The full-text query: the scope token, the text's terms, the entity id if given."""
+    parts = [f"+search_scope:{_phrase(indexing.scope_token(scope))}^0"]
+    if text is not None:
+        clauses = []
+        for raw in text.split():
+            token = raw.strip(_EDGES)
+            if not any(ch.isalnum() for ch in token) or token.lower() in STOP_WORDS:
+                continue
+            required = match == "all" or _identifier(token)
+            clauses.append(("+" if required else "") + _phrase(token))
+        if not clauses:
+            raise InputError("text", "nothing searchable: only stop words or punctuation")
+        parts.append("+search_text:(" + " ".join(clauses) + ")")
+    if entity is not None:  # narrows the index lookup; the entity filter still decides
+        parts.append(f"+search_text:{_phrase(entity)}")
+    return " ".join(parts)
+
+
+def make_query(scope: Scope, *, text: str | None, match: str, types: Any, entity: str | None,
+               task_id: str | None, cutoff: dt.datetime | None, known_at: dt.datetime | None,
+               require: Require | None, limit: int) -> dict[str, Any]:
+    """Check a search's arguments before any query; the fields of its SearchQuery."""
+    if text is not None and not isinstance(text, str):
+        raise InputError("text", f"a string is required, got {type(text).__name__}")
+    if match not in ("all", "any"):
+        raise InputError("match", "must be 'all' or 'any'")
+    types = tuple(MEMORY_TYPES if types is None else ([types] if isinstance(types, str)
+                                                      else types))
+    unknown = [t for t in types if t not in MEMORY_TYPES]
+    if unknown or not types:
+        raise InputError("types", f"must be some of {', '.join(MEMORY_TYPES)}; got {unknown}")
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+        raise InputError("limit", "must be an integer from 1 to 1000")
+    for name, value in (("entity", entity), ("task_id", task_id)):
+        if value is not None and (not isinstance(value, str) or not value):
+            raise InputError(name, "must be a non-empty string")
+    if require is not None and not isinstance(require, Require):
+        raise InputError("require", "a graphmem.Require is required")
+    return {"text": text, "match": match, "lucene": lucene(scope, text, match, entity),
+            "types": types, "entity": entity, "task_id": task_id, "cutoff": cutoff,
+            "known_at": known_at, "require": require, "limit": limit}
+
+
+@dataclass
+class _Hit:
+    type: MemoryType
+    memory_id: str
+    score: float
+    authority: int
+    available_by: dt.datetime
+    answer: Answer | None = None
+
+    def key(self, best: float, cutoff: dt.datetime) -> tuple[Any, ...]:
+        return (-self.authority, -round(self.score / best, 9) if best else 0.0,
+                (cutoff - self.available_by).total_seconds(), self.memory_id)
+
+
+@dataclass
+class Evaluation:
+    """Every matched memory's fate: kept (ranked, unlimited) or removed by a filter."""
+
+    query: SearchQuery
+    matched: int
+    removed: dict[str, str] = field(default_factory=dict)
+    ranked: list[_Hit] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        found = {f: 0 for f in FILTERS}
+        for by in self.removed.values():
+            found[by] = found.get(by, 0) + 1
+        return {f: n for f, n in found.items() if n}
+
+
+def evaluate(tx: Tx, scope: Scope, q: dict[str, Any]) -> Evaluation:
+    """Steps 1 and 2 of the module docstring, and the ranking of everything kept."""
+    req = facts.require_params(q["require"])
+    entity_uid = facts.entity_uid(scope, q["entity"]) if q["entity"] else None
+    row = tx.one("search.hits", lucene=q["lucene"], types=list(q["types"]),
+                 entity_uid=entity_uid, task_id=q["task_id"], cutoff=q["cutoff"],
+                 known_at=q["known_at"], **req, **facts.scope_params(scope))
+    assert row is not None  # the statement aggregates: always one row
+    known_at, cutoff = facts.native(row["known_at"]), facts.native(row["cutoff"])
+    query = SearchQuery(**{**q, "known_at": known_at, "cutoff": cutoff})
+    ev = Evaluation(query, row["matched"], {r["id"]: r["by"] for r in row["removed"]})
+    keys: dict[tuple[str, ...], dict[str, float]] = {}
+    for hit in row["kept"]:
+        if hit["type"] == "fact":
+            k = hit["key"]
+            key = (k["entity"], k["attribute"], k["unit"], k["definition"], k["period"])
+            keys.setdefault(key, {})[hit["id"]] = hit["score"]
+        else:
+            ev.ranked.append(_Hit(hit["type"], hit["id"], hit["score"], hit["rank"] or 0,
+                                  facts.native(hit["available_by"])))
+    ev.ranked += _fact_hits(tx, scope, keys, cutoff, known_at, req, ev.removed)
+    best = max((h.score for h in ev.ranked), default=0.0)
+    ev.ranked.sort(key=lambda h: h.key(best, cutoff))
+    return ev
+
+
+def _fact_hits(tx: Tx, scope: Scope, keys: dict[tuple[str, ...], dict[str, float]],
+               cutoff: dt.datetime, known_at: dt.datetime, req: dict[str, Any],
+               removed: dict[str, str]) -> list[_Hit]:
+    """Run the read rule on the matched keys; a key is a hit if a matched version survives."""
+    if not keys:
+        return []
+    order = list(keys)
+    reads = [{"i": i, "entity": k[0], "attribute": k[1], "unit": k[2], "definition": k[3],
+              "period": k[4], "valid_from": None, "valid_to": None, "cutoff": cutoff,
+              "known_at": known_at, "idem": None} for i, k in enumerate(order)]
+    hits = []
+    for row in tx.run("fact.read", reads=reads, **req, **facts.scope_params(scope)):
+        matched = keys[order[row["i"]]]
+        stage = {x["version_id"]: x["by"] for x in row["removed"]}
+        kept = [vid for vid in matched if stage.get(vid) is None]
+        removed.update({vid: stage[vid] for vid in matched if stage.get(vid)})
+        if not kept:
+            continue
+        answer = facts._answer(row, cutoff)  # the same Answer as_of builds from this row
+        shown = [answer.version] if answer.version else list(answer.candidates)
+        hits.append(_Hit(
+            "fact", shown[0].version_id, max(matched[v] for v in kept),
+            max((v.authority.rank if v.authority else 0) for v in shown),
+            max(v.available_by for v in shown), answer))
+    return hits
+
+
+def search(tx: Tx, scope: Scope, q: dict[str, Any]) -> SearchResult:
+    """A search: every hard filter, then ranking, then the limit, then details of the top."""
+    ev = evaluate(tx, scope, q)
+    top = ev.ranked[: q["limit"]]
+    details = governance.load_memories(
+        tx, scope, [h.memory_id for h in top if h.type != "fact"],
+        known_at=ev.query.known_at, cutoff=ev.query.cutoff)
+    best = max((h.score for h in ev.ranked), default=0.0)
+    hits = tuple(_search_hit(h, position, best, ev.query.cutoff, details)
+                 for position, h in enumerate(top, 1))
+    explain = SearchExplain(matched=ev.matched, removed=ev.counts(), kept=len(ev.ranked),
+                            returned=len(hits), below_limit=len(ev.ranked) - len(hits),
+                            ranking=RANKING)
+    return SearchResult(status="found" if hits else "not_found", hits=hits, explain=explain,
+                        query=ev.query)
+
+
+def _search_hit(h: _Hit, position: int, best: float, cutoff: dt.datetime,
+                details: dict[str, Any]) -> SearchHit:
+    authority: Authority | None = authority_of(h.authority) if h.authority else None
+    norm = h.score / best if best else 0.0
+    days = (cutoff - h.available_by).total_seconds() / 86400
+    why = (f"#{position}: authority {authority.value if authority else 'none'} (tier "
+           f"{h.authority}), text score {h.score:.3f} = {norm:.2f} of the best, available "
+           f"{days:.1f} days before the cutoff")
+    rank = Rank(position=position, authority=authority, text_score=h.score, text_norm=norm,
+                recency_days=days, why=why)
+    if h.type == "fact":
+        assert h.answer is not None
+        shown = [h.answer.version] if h.answer.version else list(h.answer.candidates)
+        return SearchHit(type="fact", memory_id=h.memory_id,
+                         memory_ids=tuple(v.version_id for v in shown),
+                         status=h.answer.status, answer=h.answer, rank=rank)
+    item = details[h.memory_id]
+    return SearchHit(type=h.type, memory_id=h.memory_id, memory_ids=(h.memory_id,),
+                     status="active", rank=rank,
+                     experience=item if h.type == "experience" else None,
+                     task_state=item if h.type == "task_state" else None)

@@ -1,0 +1,556 @@
+"""Agent memory governance on the real Neo4j: the essay's minimal counter-examples
+(section 8) plus the write gates, the context builder, the echo guard, the erase
+cascade and the trace.
+
+Each counter-example asserts what an agent would get back - the hit, its value and
+status, what explain says each filter removed - not how graphmem got there.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from decimal import Decimal
+
+import neo4j
+import pytest
+
+import graphmem.db as gdb
+from graphmem import (
+    Authority,
+    ConcurrentWriteError,
+    EchoError,
+    Entity,
+    ExperienceIn,
+    FactIn,
+    InputError,
+    Memory,
+    Period,
+    Require,
+    RetryPolicy,
+    Scope,
+    ScopeError,
+    Source,
+    TaskStateIn,
+)
+
+UTC = dt.UTC
+US = dt.timedelta(microseconds=1)
+Q1 = Period(start=dt.date(2024, 1, 1), end=dt.date(2024, 3, 31))
+Q2 = Period(start=dt.date(2024, 4, 1), end=dt.date(2024, 6, 30))
+FAR = dt.datetime(2100, 1, 1, tzinfo=UTC)
+
+
+def t(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+class World:
+    """A tenant with short helpers: entities acme (ticker ACME) and globex."""
+
+    def __init__(self, mem: Memory, scope: Scope):
+        self.mem, self.scope = mem, scope
+        mem.put_entity(scope, Entity(id="acme", name="Acme Corp", aliases=("ACME",)))
+        mem.put_entity(scope, Entity(id="globex", name="Globex", aliases=("GBX",)))
+
+    def source(self, sid: str, available_by: dt.datetime, authority: str = "primary",
+               publisher: str | None = None, kind: str = "filing", title: str | None = None):
+        src = Source(id=sid, kind=kind, authority=Authority(authority), publisher=publisher,
+                     available_by=available_by, uri=f"https://example.test/{sid}", title=title)
+        self.mem.record_source(self.scope, src)
+        return src
+
+    def fact(self, value, *sources: str, attribute: str = "revenue", period: Period = Q1,
+             entity: str = "acme", unit: str = "USD"):
+        return self.mem.assert_fact(self.scope, FactIn(
+            entity=entity, attribute=attribute, value=value, period=period, unit=unit,
+            sources=sources))
+
+    def experience(self, *evidence: str, outcome: str | None = "the retry succeeded",
+                   trigger: str = "card payment declined with error E-4012 insufficient funds",
+                   **kw):
+        return self.mem.remember_experience(self.scope, ExperienceIn(
+            trigger=trigger, procedure=("wait one minute", "retry with a smaller amount"),
+            outcome=outcome, evidence=evidence, **kw))
+
+    def search(self, text: str | None = None, **kw):
+        return self.mem.search(self.scope, text=text, **kw)
+
+
+@pytest.fixture
+def w(mem: Memory, scope: Scope) -> World:
+    return World(mem, scope)
+
+
+def values(result) -> list:
+    return [h.answer.value for h in result.hits if h.type == "fact"]
+
+
+# ------------------------------------------------------------------ 1. two tenants
+
+
+def test_two_tenants_stating_similar_facts_never_see_each_other(mem, scope):
+    a = World(mem, scope)
+    b = World(mem, Scope(tenant=scope.tenant + "-b"))
+    c = World(mem, Scope(tenant=scope.tenant, project="other"))  # same tenant, other scope
+    for world, value in ((a, "100"), (b, "120"), (c, "130")):
+        world.source("10q", t("2024-05-01"), publisher="cik:1")
+        world.fact(Decimal(value), "10q")
+        world.experience("10q", outcome=f"retried, paid {value}")
+
+    for world, value in ((a, "100"), (b, "120"), (c, "130")):
+        found = world.search("ACME revenue")
+        assert values(found) == [Decimal(value)]
+        assert found.explain.matched == 1  # the other scopes' documents are never counted
+        [exp] = world.search("E-4012").hits
+        assert exp.experience.outcome == f"retried, paid {value}"
+
+
+# ------------------------------------------------------------------ 2. corrected later
+
+
+def test_a_fact_corrected_later_is_found_as_of_each_time(w):
+    w.source("10q", t("2024-05-01"), publisher="cik:1")
+    w.source("10k", t("2025-02-01"), publisher="cik:1")
+    old = w.fact(Decimal("100"), "10q")
+    new = w.fact(Decimal("110"), "10k")
+
+    late = w.search("acme revenue", cutoff=t("2025-03-01"))
+    assert values(late) == [Decimal("110")]
+    assert late.hits[0].answer.version.version_id == new.version_id
+    assert late.explain.removed == {"superseded": 1}
+
+    mid = w.search("acme revenue", cutoff=t("2024-06-01"))
+    assert values(mid) == [Decimal("100")]
+    assert mid.explain.removed == {"cutoff": 1}
+
+    # our record of the restatement was wrong: invalidated from now on, audit still sees it
+    w.mem.invalidate(w.scope, new.version_id, "loader bug")
+    assert values(w.search("acme revenue", cutoff=t("2025-03-01"))) == [Decimal("100")]
+    before = w.search("acme revenue", cutoff=t("2025-03-01"), known_at=new.recorded_at)
+    assert values(before) == [Decimal("110")]
+    assert old.version_id != new.version_id
+
+
+# ------------------------------------------------------------------ 3. never provided
+
+
+def test_information_never_provided_comes_back_not_found_not_a_near_match(w):
+    w.source("10q", t("2024-05-01"))
+    w.fact(Decimal("100"), "10q")
+    w.experience("10q")
+
+    for text in ("acme headcount", "GBX revenue", "E-4013", "E4012", "0001564590-16-013196"):
+        result = w.search(text)
+        assert result.status == "not_found", text
+        assert result.hits == ()
+    # an unknown code is not a near match even when plain words may be optional
+    assert w.search("E-4013 insufficient funds", match="any").status == "not_found"
+    assert w.search(entity="globex").status == "not_found"
+    assert w.search("revenue", entity="initech").status == "not_found"
+    assert w.search("revenue", types=["experience"]).explain.removed == {"type": 1}
+
+
+# ------------------------------------------------------------------ 4. historical point
+
+
+def test_an_explicit_historical_point_in_time(w):
+    w.source("10q", t("2024-05-01"))
+    v = w.fact(Decimal("100"), "10q")
+    x = w.experience("10q", entities=("acme",))
+
+    before_public = w.search("acme revenue", cutoff=t("2024-04-30"))
+    assert before_public.status == "not_found"
+    assert before_public.explain.removed == {"cutoff": 1}
+    before_recorded = w.search("ACME", known_at=v.recorded_at - US, cutoff=FAR)
+    assert before_recorded.status == "not_found"
+    assert before_recorded.explain.removed == {"known_at": 2}
+    at_both = w.search("ACME", known_at=x.experience.recorded_at, cutoff=t("2024-05-01"))
+    assert sorted(h.type for h in at_both.hits) == ["experience", "fact"]
+
+
+# ------------------------------------------------------------------ 5. code and paraphrase
+
+
+def test_an_exact_code_and_a_paraphrase_of_it(w):
+    w.source("run-17", t("2024-05-01"), kind="tool_run", title="payments sandbox run 17")
+    w.source("0001564590-16-013195", t("2016-02-24"), title="10-K 2015")
+    x = w.experience("run-17", entities=("acme",))
+    w.fact(Decimal("8092460000"), "0001564590-16-013195", attribute="assets")
+    w.experience("run-17", trigger="timeout ERR_CONN_RESET calling the ledger API",
+                 outcome="reconnect fixed it")
+
+    [hit] = w.search("E-4012").hits
+    assert hit.memory_id == x.id
+    assert [h.answer.value for h in w.search("0001564590-16-013195").hits] == [
+        Decimal("8092460000")]
+    assert w.search("ERR_CONN_RESET").hits[0].experience.outcome == "reconnect fixed it"
+    assert w.search("ACME E-4012").hits[0].memory_id == x.id  # ticker from the entity
+
+    paraphrase = "what to do when a card payment is refused for insufficient funds"
+    assert w.search(paraphrase).status == "not_found"  # 'refused' is not in the memory
+    loose = w.search(paraphrase, match="any")
+    assert loose.hits[0].memory_id == x.id
+    assert w.search("payment declines", types=["experience"]).hits[0].memory_id == x.id  # stem
+
+
+# ------------------------------------------------------------------ 6. retracted source
+
+
+def test_a_retracted_source_takes_its_memories_out_of_search(w):
+    w.source("10q", t("2024-05-01"))
+    v = w.fact(Decimal("100"), "10q")
+    x = w.experience("10q", entities=("acme",))
+    assert {h.memory_id for h in w.search("acme").hits} == {v.version_id, x.id}
+
+    w.mem.retract_source(w.scope, "10q", reason="withdrawn")
+    gone = w.search("acme")
+    assert gone.status == "not_found"
+    assert gone.explain.removed == {"retracted": 2}
+    assert w.search("acme", known_at=x.experience.recorded_at).status == "found"
+
+
+# ------------------------------------------------------------------ 7. echo
+
+
+def test_injected_memory_echoed_back_is_not_written_again(w):
+    w.source("10q", t("2024-05-01"), publisher="cik:1")
+    v = w.fact(Decimal("100"), "10q")
+    x = w.experience("10q", entities=("acme",))
+    ctx = w.mem.build_context(w.scope, task_id="T1", memories=w.search("acme"),
+                              token_budget=2000)
+    fact_line = next(line for i in ctx.included for line in i.lines if v.version_id in line)
+    claim = fact_line.split("] ", 1)[1].split(" | ")[0]
+    echoes = {
+        "the whole rendering": {"title": ctx.rendered},
+        "one rendered line": {"title": "As I recall:\n" + fact_line},
+        "the claim alone": {"meta": {"answer": claim + "."}},
+        "a cited memory id": {"title": f"per {x.id} we retry with a smaller amount"},
+    }
+    for n, (what, fields) in enumerate(echoes.items()):
+        src = Source(id=f"answer-{n}", kind="agent_answer", authority="inference",
+                     available_by=t("2024-06-01"), **fields)
+        with pytest.raises(EchoError, match=f"echo of context snapshot {ctx.snapshot_id}"):
+            w.mem.record_source(w.scope, src)
+        assert w.mem.remember_fact(w.scope, FactIn(
+            entity="acme", attribute="revenue", value=Decimal("100"), period=Q1,
+            sources=(src.id,))).status == "candidate", what  # never recorded
+    with pytest.raises(EchoError, match="outcome"):
+        w.experience("10q", outcome=x.experience.outcome and ctx.included[-1].lines[0])
+    # new text is still evidence
+    w.source("answer-new", t("2024-06-01"), authority="inference",
+             title="acme revenue Q1 was 100 per the 10-Q on EDGAR")
+
+
+# ------------------------------------------------------------------ 8. failures and repeats
+
+
+def test_a_failed_write_retried_and_a_duplicated_event_make_one_memory(w, monkeypatch):
+    w.source("run-1", t("2024-05-01"), kind="tool_run")
+    real, failed = gdb.Tx.run, []
+
+    def flaky(self, name, /, **params):
+        if name == "experience.create" and not failed:
+            real(self, name, **params)  # written, then the connection drops before commit
+            failed.append(name)
+            raise neo4j.exceptions.SessionExpired("injected fault")
+        return real(self, name, **params)
+
+    monkeypatch.setattr(gdb.Tx, "run", flaky)
+    first = w.experience("run-1", event_id="evt-1")
+    monkeypatch.setattr(gdb.Tx, "run", real)
+    assert failed and first.status == "live"
+    again = w.experience("run-1", event_id="evt-1")  # the same event delivered twice
+    assert again.id == first.id
+    assert len(w.search("E-4012").hits) == 1
+    with pytest.raises(InputError, match="different content"):
+        w.experience("run-1", event_id="evt-1", outcome="something else")
+
+    sourceless = FactIn(entity="acme", attribute="revenue", value=Decimal("1"), period=Q1)
+    assert w.mem.remember_fact(w.scope, sourceless).id == \
+        w.mem.remember_fact(w.scope, sourceless).id
+    assert len(w.mem.candidates(w.scope)) == 1
+
+    state = TaskStateIn(task_id="T1", goal="compare", checkpoint="start")
+    one = w.mem.save_task_state(w.scope, state)
+    assert w.mem.save_task_state(w.scope, state).id == one.id  # a retry of the current state
+
+
+def test_two_concurrent_task_state_updates(w):
+    w.mem.save_task_state(w.scope, TaskStateIn(task_id="T1", goal="compare", checkpoint="a"))
+    barrier, results = threading.Barrier(2), []
+
+    def update(checkpoint: str) -> None:
+        barrier.wait()
+        try:
+            results.append(w.mem.save_task_state(
+                w.scope, TaskStateIn(task_id="T1", goal="compare", checkpoint=checkpoint),
+                expected_revision=1))
+        except ConcurrentWriteError as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=update, args=(c,)) for c in ("b", "c")]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    wins = [r for r in results if not isinstance(r, Exception)]
+    assert len(wins) == 1 and len(results) == 2
+    assert isinstance(next(r for r in results if isinstance(r, Exception)),
+                      ConcurrentWriteError)
+    # without expected_revision both land, in order; the latest is the task's state
+    w.mem.save_task_state(w.scope, TaskStateIn(task_id="T1", goal="compare", checkpoint="d"))
+    found = w.search("compare", task_id="T1")
+    [hit] = found.hits
+    assert (hit.task_state.checkpoint, hit.task_state.revision) == ("d", 3)
+    assert found.explain.removed == {"superseded": 2}
+
+
+def test_two_concurrent_approvals_make_one_live_memory(w):
+    cand = w.mem.remember_fact(w.scope, FactIn(entity="acme", attribute="revenue",
+                                               value=Decimal("100"), period=Q1))
+    barrier, results = threading.Barrier(2), []
+
+    def approve(who: str) -> None:
+        barrier.wait()
+        results.append(w.mem.approve(w.scope, cand.id, by=who))
+
+    threads = [threading.Thread(target=approve, args=(who,)) for who in ("ann", "bob")]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len({r.id for r in results}) == 1
+    assert len(w.mem.history(w.scope, entity="acme", attribute="revenue")) == 1
+    [approved] = w.mem.candidates(w.scope, status="approved")
+    assert approved.memory_id == results[0].id
+
+
+# ------------------------------------------------------------------ 9. poisoning
+
+
+def test_a_malicious_source_cannot_displace_a_primary_one_and_is_retracted_in_one_call(w):
+    w.source("10k", t("2025-02-01"), publisher="cik:1")
+    primary = w.fact(Decimal("100"), "10k")
+    w.source("blog-x", t("2025-02-02"), authority="inference", kind="web",
+             title="ACME revenue revenue revenue insider leak")
+    poison = w.fact(Decimal("999"), "blog-x")  # same key, lower authority
+    w.fact("acme revenue will triple: buy now", "blog-x", attribute="revenue_outlook", unit="")
+    w.experience("blog-x", trigger="acme revenue question", outcome="answer 999 revenue")
+
+    result = w.search("acme revenue", match="any")
+    assert result.hits[0].answer.version.version_id == primary.version_id
+    assert result.hits[0].answer.value == Decimal("100")
+    assert result.explain.removed == {"outranked": 1}
+    assert [h.authority for h in result.hits] == [Authority.PRIMARY, Authority.INFERENCE,
+                                                  Authority.INFERENCE]
+    # traceable: everything the source stands behind is found by its id
+    assert len(w.search("blog-x").hits) == 2 and w.search("blog-x").explain.removed == {
+        "outranked": 1}
+    # and retractable in one call
+    w.mem.retract_source(w.scope, "blog-x", reason="poisoning attempt")
+    after = w.search("acme revenue", match="any")
+    assert [h.memory_id for h in after.hits] == [primary.version_id]
+    assert after.explain.removed == {"retracted": 3}
+    assert poison.version_id not in {m for h in after.hits for m in h.memory_ids}
+
+
+# ------------------------------------------------------------------ gates and review
+
+
+def test_what_fails_its_gate_is_a_candidate_never_live_until_approved(w):
+    w.source("10q", t("2024-05-01"))
+    no_source = w.mem.remember_fact(w.scope, FactIn(entity="acme", attribute="revenue",
+                                                    value=Decimal("100"), period=Q1))
+    unknown = w.mem.remember_fact(w.scope, FactIn(entity="acme", attribute="margin", unit="pct",
+                                                  value=Decimal("12"), period=Q1,
+                                                  sources=("10q", "ghost")))
+    no_entity = w.mem.remember_fact(w.scope, FactIn(entity="initech", attribute="revenue",
+                                                    value=Decimal("5"), period=Q1,
+                                                    sources=("10q",)))
+    no_evidence = w.experience()
+    no_outcome = w.experience("10q", outcome=None)
+    no_task = w.mem.save_task_state(w.scope, TaskStateIn(goal="compare"))
+    assert {r.status for r in (no_source, unknown, no_entity, no_evidence, no_outcome,
+                               no_task)} == {"candidate"}
+    assert no_source.reasons == ("no source: a fact needs at least one source",)
+    assert unknown.reasons == ("source 'ghost' is not recorded in this scope",)
+    assert no_entity.reasons[0].startswith("entity 'initech' is not recorded")
+    assert no_outcome.reasons[0].startswith("no observed outcome")
+    assert no_task.reasons[0].startswith("no task id")
+    assert len(w.mem.candidates(w.scope)) == 6
+
+    # never live: not in reads, and search says why it found nothing
+    assert w.mem.as_of(w.scope, entity="acme", attribute="revenue", cutoff=FAR).status == \
+        "not_found"
+    nothing = w.search("acme revenue")
+    assert nothing.status == "not_found" and nothing.explain.removed == {"candidate": 1}
+
+    made = w.mem.approve(w.scope, no_source.id, by="analyst")
+    assert made.status == "live"
+    [src] = made.version.sources
+    assert (src.authority, src.kind, src.publisher) == (Authority.USER_CORRECTION, "approval",
+                                                        "user:analyst")
+    assert values(w.search("acme revenue")) == [Decimal("100")]
+    kept = w.mem.approve(w.scope, unknown.id, by="analyst")
+    assert [e.source_id for e in kept.version.sources] == ["10q", f"approval:{unknown.id}"]
+    assert w.mem.approve(w.scope, no_evidence.id, by="ops").experience.authority == \
+        Authority.USER_CORRECTION
+    for cannot in (no_entity, no_outcome, no_task):
+        with pytest.raises(InputError, match="still fails its gate"):
+            w.mem.approve(w.scope, cannot.id, by="analyst")
+    rejected = w.mem.reject(w.scope, no_outcome.id, "nothing was observed", by="ops")
+    assert rejected.status == "rejected" and rejected.decided_by == "ops"
+    with pytest.raises(InputError, match="rejected"):
+        w.mem.approve(w.scope, no_outcome.id, by="analyst")
+    with pytest.raises(InputError, match="already approved"):
+        w.mem.reject(w.scope, no_source.id, "too late")
+    assert {c.id for c in w.mem.candidates(w.scope)} == {no_entity.id, no_task.id}
+    assert len(w.mem.candidates(w.scope, status=None)) == 6
+
+
+def test_require_is_a_hard_filter_before_ranking(w):
+    w.source("10q", t("2024-05-01"))
+    w.source("blog", t("2024-05-02"), authority="inference")
+    w.fact(Decimal("100"), "10q")
+    w.fact(Decimal("7"), "blog", attribute="revenue_growth", unit="pct")
+    w.experience("blog", trigger="acme revenue forecast", outcome="was right")
+    strict = w.search("acme revenue", match="any", require=Require(min_authority="primary"))
+    assert values(strict) == [Decimal("100")]
+    assert strict.explain.removed == {"evidence": 2}
+
+
+# ------------------------------------------------------------------ scope and input
+
+
+def test_search_without_a_required_scope_key_is_refused_before_any_query():
+    dead = Memory.connect("bolt://127.0.0.1:9", required_scope=("project",),
+                          retry=RetryPolicy(attempts=1, seconds=1))
+    with dead:
+        scope = Scope(tenant="t")
+        for call in (lambda: dead.search(scope, text="acme"),
+                     lambda: dead.candidates(scope),
+                     lambda: dead.trace(scope, "ctx_x", "fv_x"),
+                     lambda: dead.remember_fact(scope, FactIn(
+                         entity="a", attribute="b", value=1, period=Q1))):
+            with pytest.raises(ScopeError, match="project"):
+                call()
+        ok = Scope(tenant="t", project="p")
+        for kwargs, field in (({"text": "the of"}, "text"), ({"types": ["note"]}, "types"),
+                              ({"limit": 0}, "limit"), ({"match": "some"}, "match"),
+                              ({"cutoff": dt.datetime(2024, 1, 1)}, "cutoff")):
+            with pytest.raises(InputError, match=field):
+                dead.search(ok, **kwargs)
+        with pytest.raises(InputError, match="token_budget"):
+            dead.build_context(ok, task_id="T", memories=[], token_budget=0)
+
+
+# ------------------------------------------------------------------ context and trace
+
+
+def _conflicted(w: World) -> None:
+    w.source("a", t("2024-05-01"), publisher="cik:a")
+    w.source("b", t("2024-05-01"), publisher="cik:b")
+    w.fact(Decimal("12"), "a", attribute="margin", unit="pct")
+    w.fact(Decimal("15"), "b", attribute="margin", unit="pct")
+
+
+def test_context_keeps_conflicts_and_authority_first_records_and_traces(w):
+    _conflicted(w)
+    w.source("blog", t("2024-04-30"), authority="inference")
+    w.source("10q", t("2024-05-01"))
+    w.source("10k", t("2025-02-01"))
+    low = w.fact(Decimal("3"), "blog", attribute="buzz", unit="")
+    high = w.fact(Decimal("100"), "10q")
+    hidden = w.fact(Decimal("1"), "10k", attribute="revenue", period=Q2)  # public later
+    result = w.search("acme", cutoff=t("2024-06-01"))
+    assert result.explain.removed == {"cutoff": 1}
+    assert [h.status for h in result.hits] == ["conflicted", "active", "active"]
+
+    full = w.mem.build_context(w.scope, task_id="T1", memories=result, token_budget=4000)
+    again = w.mem.build_context(w.scope, task_id="T1", memories=result, token_budget=4000)
+    assert full.rendered == again.rendered and full.snapshot_id != again.snapshot_id
+    assert "CONFLICTED with" in full.rendered and full.cut == ()
+    budget = full.tokens_considered - full.included[-1].tokens  # all but the last one
+
+    tight = w.mem.build_context(w.scope, task_id="T1", memories=result, token_budget=budget)
+    assert [i.type for i in tight.included] == ["fact", "fact"]
+    assert tight.included[0].status == "conflicted"
+    assert tight.included[1].memory_id == high.version_id  # primary before inference
+    assert [i.memory_id for i in tight.cut] == [low.version_id]
+    assert tight.tokens_used <= tight.token_budget
+    assert "1 lower-priority memories cut" in tight.rendered
+    stored = w.mem.context_snapshot(w.scope, tight.snapshot_id)
+    assert stored.rendered == tight.rendered and stored.rendered_hash == tight.rendered_hash
+    assert [i.memory_ids for i in stored.included] == [i.memory_ids for i in tight.included]
+
+    def outcome(memory_id=None, **kw):
+        return w.mem.trace(w.scope, tight.snapshot_id, memory_id, **kw)
+
+    assert outcome(high.version_id).outcome == "included"
+    assert outcome(low.version_id).outcome == "cut"
+    traced = outcome(hidden.version_id)
+    assert (traced.outcome, traced.filter) == ("filtered", "cutoff")
+    assert outcome(entity="acme", attribute="revenue").outcome == "included"
+    assert outcome(entity="acme", attribute="headcount").outcome == "not_stored"
+    assert outcome("fv_000000000000000000000000").outcome == "not_stored"
+    later = w.fact(Decimal("5"), "10q", attribute="cash")
+    assert "after the snapshot" in outcome(later.version_id).steps[0].detail
+    cand = w.mem.remember_fact(w.scope, FactIn(entity="globex", attribute="cash", value=1,
+                                               period=Q1))
+    assert outcome(cand.id).outcome == "not_stored"  # recorded after the snapshot too
+    x = w.experience("10q")
+    ctx2 = w.mem.build_context(w.scope, task_id="T2", token_budget=4000,
+                               memories=w.search("acme", limit=1, cutoff=t("2024-06-01")))
+    assert w.mem.trace(w.scope, ctx2.snapshot_id, high.version_id).outcome == "not_considered"
+    assert w.mem.trace(w.scope, ctx2.snapshot_id, x.id).outcome == "not_found"
+    with pytest.raises(InputError, match="token_budget"):
+        w.mem.build_context(w.scope, task_id="T1", memories=result, token_budget=5)
+
+
+def test_a_custom_tokenizer_is_respected(w):
+    w.source("10q", t("2024-05-01"))
+    w.fact(Decimal("100"), "10q")
+    ctx = w.mem.build_context(w.scope, task_id="T", memories=w.search("acme"),
+                              token_budget=10_000, tokenizer=len)
+    assert ctx.tokens_used == len(ctx.rendered) and ctx.tokenizer == "len"
+
+
+# ------------------------------------------------------------------ erase cascade
+
+
+def test_erasing_a_source_reaches_derived_facts_memories_candidates_and_renderings(w):
+    w.source("leak", t("2024-05-01"), title="customer ledger export")
+    w.source("10q", t("2024-05-01"))
+    base = w.fact(Decimal("918273"), "leak", attribute="balance")
+    other = w.fact(Decimal("55"), "10q", attribute="margin", unit="pct")
+    derived = w.mem.derive(w.scope, method="double", method_version="1", params={},
+                           inputs={"x": base.version_id},
+                           output=FactIn(entity="acme", attribute="balance_x2", unit="USD",
+                                         value=Decimal("1836546"), period=Q1))
+    x = w.experience("leak", outcome="ledger 918273 reconciled", entities=("acme",))
+    ts = w.mem.save_task_state(w.scope, TaskStateIn(task_id="T9", goal="reconcile 918273",
+                                                    artifact_refs=("leak",), entities=("acme",)))
+    cand = w.mem.remember_fact(w.scope, FactIn(entity="acme", attribute="balance_q2",
+                                               value=Decimal("918273"), period=Q2,
+                                               sources=("leak", "ghost")))
+    ctx = w.mem.build_context(w.scope, task_id="T9", token_budget=4000,
+                              memories=w.search("acme", match="any"))
+    assert "918273" in ctx.rendered and "1836546" in ctx.rendered
+
+    assert w.mem.erase(w.scope, source_id="leak", reason="GDPR request") == 2  # base + derived
+    for vid in (base.version_id, derived.version_id):
+        [v] = w.mem.versions(w.scope, [vid])
+        assert v.erased and v.value is None
+    for text in ("918273", "1836546", "ledger", "reconcile"):
+        assert w.search(text).status == "not_found", text
+    scrubbed = w.mem.context_snapshot(w.scope, ctx.snapshot_id)
+    assert "918273" not in scrubbed.rendered and "1836546" not in scrubbed.rendered
+    assert f"[erased {base.version_id}]" in scrubbed.rendered
+    assert scrubbed.rendered_hash == ctx.rendered_hash  # the tombstone keeps the hash
+    [c] = w.mem.candidates(w.scope, status=None)
+    assert c.id == cand.id and c.erased and c.payload is None
+    assert values(w.search("margin")) == [Decimal("55")]
+    assert other.version_id in ctx.rendered and other.version_id in scrubbed.rendered
+    assert x.id in scrubbed.rendered and ts.id in scrubbed.rendered  # as tombstones
+    assert "ledger 918273" not in scrubbed.rendered
