@@ -241,6 +241,8 @@ def _assertions(tx: Tx, scope: Scope, facts: Sequence[FactIn], offset: int) -> l
                 raise InputError(
                     f"{where}.sources", f"source {sid!r} not recorded in scope {scope.id}"
                 )
+            if stored["erased_at"] is not None:
+                raise InputError(f"{where}.sources", f"source {sid!r} was erased; it evidences nothing new")
             stamps.append(native(stored["available_by"]))
         available_by = fact.available_by or max(stamps)
         if available_by < max(stamps):

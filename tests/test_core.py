@@ -467,6 +467,10 @@ def test_erase_by_source_removes_the_payload_from_reads_and_history(w):
     assert w.read(FAR, attribute="margin").value == Decimal("55")
     assert w.history(attribute="margin")[0].version_id == other.version_id
 
+    # an erased source evidences nothing new
+    with pytest.raises(InputError, match="'leak' was erased"):
+        w.fact(Decimal("1"), "leak", attribute="founded", unit="")
+
 
 def test_erase_by_entity_removes_every_version_about_it(w):
     w.source("q1", t("2024-05-01"), publisher="cik:1")

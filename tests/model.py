@@ -1,0 +1,168 @@
+"""A pure-Python reference model of graphmem's read rule and write path (no Neo4j).
+
+Written from DESIGN.md sections 1-4 and the rule documented above ``fact.read`` in
+cypher/fact.cypher, for the property test in test_property.py. Times are plain aware
+datetimes; the test feeds in the same ``recorded_at`` stamps its clock gave graphmem.
+
+A read of one key at (cutoff C, known_at K):
+1. live versions: recorded by K, not erased, not invalidated by a record made by K,
+   and with live evidence: an evidence edge recorded by K, available by C, whose
+   source was not retracted by K;
+2. kept: the live versions whose best live-evidence authority is the highest;
+3. a kept version is dropped when a Resolution recorded by K and available by C
+   settles it in favour of another kept version, or when for every publisher behind
+   its live evidence some other kept version has later-available live evidence from
+   that same publisher;
+4. no distinct value left -> not_found, one -> active, several -> conflicted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Src:
+    id: str
+    publisher: str
+    rank: int  # user_correction 4 > primary 3 > derived 2 > inference 1
+    available_by: dt.datetime
+    retracted_at: dt.datetime | None = None
+    erased: bool = False
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str
+    available_by: dt.datetime
+    recorded_at: dt.datetime
+
+
+@dataclass
+class Version:
+    key: Hashable
+    value: object
+    recorded_at: dt.datetime
+    edges: list[Edge] = field(default_factory=list)
+    invalidated_at: dt.datetime | None = None
+    erased: bool = False
+    vid: str | None = None  # graphmem's version id, filled in by the test
+
+
+@dataclass(frozen=True)
+class Resolution:
+    chose: int
+    settles: frozenset[int]
+    recorded_at: dt.datetime
+    available_by: dt.datetime
+
+
+@dataclass
+class Model:
+    sources: dict[str, Src] = field(default_factory=dict)
+    versions: list[Version] = field(default_factory=list)
+    resolutions: list[Resolution] = field(default_factory=list)
+
+    # ---------------------------------------------------------------- reads
+
+    def _live_edges(self, v: Version, cutoff: dt.datetime, known_at: dt.datetime) -> list[Edge]:
+        def retracted(e: Edge) -> bool:
+            at = self.sources[e.source].retracted_at
+            return at is not None and at <= known_at
+
+        return [e for e in v.edges
+                if e.recorded_at <= known_at and e.available_by <= cutoff and not retracted(e)]
+
+    def final(self, key: Hashable, cutoff: dt.datetime, known_at: dt.datetime) -> list[int]:
+        """Indexes of the versions of ``key`` that survive the read rule at (cutoff, known_at)."""
+        live: dict[int, list[Edge]] = {}
+        for i, v in enumerate(self.versions):
+            if v.key != key or v.recorded_at > known_at or v.erased:
+                continue
+            if v.invalidated_at is not None and v.invalidated_at <= known_at:
+                continue
+            if edges := self._live_edges(v, cutoff, known_at):
+                live[i] = edges
+        rank = {i: max(self.sources[e.source].rank for e in edges) for i, edges in live.items()}
+        best = max(rank.values(), default=0)
+        kept = {i: edges for i, edges in live.items() if rank[i] == best}
+
+        def settled(i: int) -> bool:
+            return any(z.recorded_at <= known_at and z.available_by <= cutoff
+                       and i in z.settles and z.chose in kept and z.chose != i
+                       for z in self.resolutions)
+
+        def outdated(i: int) -> bool:
+            latest: dict[str, dt.datetime] = {}  # publisher -> its latest evidence on i
+            for e in kept[i]:
+                p = self.sources[e.source].publisher
+                latest[p] = max(latest.get(p, e.available_by), e.available_by)
+            return all(
+                any(self.sources[b.source].publisher == p and b.available_by > at
+                    for j, edges in kept.items() if j != i for b in edges)
+                for p, at in latest.items()
+            )
+
+        return [i for i in kept if not settled(i) and not outdated(i)]
+
+    def read(self, key: Hashable, cutoff: dt.datetime, known_at: dt.datetime) -> tuple[str, set]:
+        """(status, set of values) as ``as_of`` should report them."""
+        values = {self.versions[i].value for i in self.final(key, cutoff, known_at)}
+        status = {0: "not_found", 1: "active"}.get(len(values), "conflicted")
+        return status, values
+
+    # ---------------------------------------------------------------- writes
+
+    def record_source(self, sid: str, publisher: str, rank: int, available_by: dt.datetime) -> None:
+        self.sources[sid] = Src(sid, publisher, rank, available_by)
+
+    def assert_fact(self, key: Hashable, sid: str, value: object, available_by: dt.datetime,
+                    now: dt.datetime,
+                    choose: Callable[[list[int]], int] = lambda options: options[0]) -> int:
+        """Apply one assertion recorded at ``now``; return the index of its version.
+
+        An identical re-sent assertion changes nothing. Otherwise, if a version that
+        survives the read at (cutoff=available_by, known_at=now) has the same value, the
+        assertion becomes more evidence for it (``choose`` picks when several do), else a
+        new version is created.
+        """
+        for i, v in enumerate(self.versions):
+            if v.key == key and v.value == value and any(
+                    (e.source, e.available_by) == (sid, available_by) for e in v.edges):
+                return i
+        same = [i for i in self.final(key, available_by, now) if self.versions[i].value == value]
+        edge = Edge(sid, available_by, now)
+        if same:
+            target = choose(same)
+            self.versions[target].edges.append(edge)
+            return target
+        self.versions.append(Version(key, value, now, [edge]))
+        return len(self.versions) - 1
+
+    def invalidate(self, i: int, now: dt.datetime) -> None:
+        if self.versions[i].invalidated_at is None:  # the first record stands
+            self.versions[i].invalidated_at = now
+
+    def retract(self, sid: str, now: dt.datetime) -> None:
+        if self.sources[sid].retracted_at is None:
+            self.sources[sid].retracted_at = now
+
+    def erase_source(self, sid: str) -> None:
+        """Forget a source: every version evidenced by it alone loses its payload, for
+        every cutoff and known_at; versions with other evidence keep it."""
+        self.sources[sid].erased = True
+        for v in self.versions:
+            if {e.source for e in v.edges} == {sid}:
+                v.erased = True
+
+    def resolve(self, key: Hashable, settles: list[int], value: object, by: str,
+                now: dt.datetime, choose: Callable[[list[int]], int] = lambda o: o[0]) -> int:
+        """A user_correction assertion of ``value``, public and recorded at ``now``,
+        that settles ``settles`` in favour of the version it lands on."""
+        sid = f"resolution:{len(self.resolutions)}"
+        self.record_source(sid, f"user:{by}", 4, now)
+        chosen = self.assert_fact(key, sid, value, now, now, choose)
+        self.resolutions.append(Resolution(chosen, frozenset(settles) - {chosen}, now, now))
+        return chosen

@@ -1,0 +1,272 @@
+"""Property test: graphmem's as-of reads agree with the pure-Python model in model.py.
+
+Hypothesis draws a few sources and a random sequence of writes over two keys of one
+entity (assertions with colliding values, identical re-sends, invalidations, source
+retractions through ``Memory.retract_source``, source erasures, resolutions), runs it
+against Neo4j and against the model, and checks each write landed where the model says
+(same version, more evidence, or a new version). Then it compares ``as_of`` (status,
+values, and the candidate versions of a conflict) at random (cutoff, known_at) pairs.
+An erased source is not cited by later assertions (whether it may be is a write-gate
+question, not the read rule's).
+
+The transaction clock is injected (``Memory(clock=...)``) and deterministic: every
+example runs in a fresh tenant, whose clock starts empty, and its writes are stamped
+TX0, TX0 + 1 s, TX0 + 2 s, ... so the model knows every ``recorded_at``. After each
+operation the test keeps a ``known_at`` mark half a second after the latest stamp.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from decimal import Decimal
+
+import pytest
+from hypothesis import HealthCheck, event, given, note, settings
+from hypothesis import strategies as st
+from model import Model
+
+from graphmem import Authority, Entity, FactIn, Period, Scope, Source
+
+UTC = dt.UTC
+BASE = dt.datetime(2020, 1, 1, tzinfo=UTC)  # day 0 of the sources' publication times
+TX0 = dt.datetime(2025, 1, 1, tzinfo=UTC)  # each example's first transaction time
+FAR = dt.datetime(2100, 1, 1, tzinfo=UTC)  # a cutoff after everything, resolutions included
+ENTITY = "acme"
+ATTRIBUTES = ("revenue", "margin")  # two fact keys of one entity
+PERIOD = Period(end=dt.date(2024, 12, 31))
+AUTHORITIES = ("primary", "primary", "inference", "user_correction")  # equal ones meet
+PUBLISHERS = ("pub-a", "pub-b", "pub-c", None)  # None: the source is its own publisher
+
+
+class TxClock:
+    """Deterministic transaction time: TX0, TX0 + 1 s, ... from each ``reset``."""
+
+    def reset(self) -> None:
+        self.last = TX0 - dt.timedelta(seconds=1)
+
+    def __call__(self) -> dt.datetime:
+        self.last += dt.timedelta(seconds=1)
+        return self.last
+
+
+@pytest.fixture(scope="module")
+def clocked(migrated):
+    clock = TxClock()
+    with migrated.connect(clock=clock) as mem:
+        yield mem, clock
+
+
+# ------------------------------------------------------------------ strategies
+
+sources = st.tuples(
+    st.just("source"),
+    st.sampled_from(PUBLISHERS),
+    st.sampled_from(AUTHORITIES),
+    st.integers(0, 5),  # available_by: BASE + days
+)
+assertion = st.tuples(
+    st.just("assert"),
+    st.sampled_from([0, 0, 1]),  # key: mostly the first, so that it grows versions
+    st.integers(1, 3),  # value: few, so that they collide
+    st.integers(0, 9),  # which source (modulo the usable ones)
+    st.sampled_from([0, 0, 1, 2]),  # days after the source's available_by
+)
+OPERATIONS = {
+    "assert": assertion,
+    "source": sources,
+    "resend": st.tuples(st.just("resend"), st.integers(0, 19)),
+    "invalidate": st.tuples(st.just("invalidate"), st.integers(0, 19)),
+    "retract": st.tuples(st.just("retract"), st.integers(0, 9)),
+    "erase": st.tuples(st.just("erase"), st.integers(0, 9)),
+    "resolve": st.tuples(
+        st.just("resolve"),
+        st.integers(0, 1),
+        st.lists(st.integers(0, 19), min_size=1, max_size=2),
+        st.integers(1, 3),
+        st.sampled_from(["alice", "bob"]),
+    ),
+}
+# Mostly assertions, so that keys grow several versions before they are destroyed.
+operation = st.sampled_from(["assert"] * 6 + sorted(OPERATIONS)).flatmap(OPERATIONS.__getitem__)
+cutoffs = st.one_of(
+    st.tuples(st.just("day"), st.integers(-1, 8), st.sampled_from([0, 12])),  # BASE+d days+h
+    st.just(("far",)),
+    st.tuples(st.just("mark"), st.integers(0, 30)),  # a transaction-time mark
+)
+queries = st.lists(st.tuples(cutoffs, st.integers(0, 30)), min_size=4, max_size=8)
+
+
+# ------------------------------------------------------------------ the run
+
+
+class Run:
+    """One example: the same operations applied to graphmem and to the model."""
+
+    def __init__(self, mem, clock: TxClock):
+        self.mem, self.clock = mem, clock
+        self.scope = Scope(tenant=f"prop-{uuid.uuid4().hex[:12]}")
+        self.model = Model()
+        self.my_sources: list[str] = []  # ids of the sources the example recorded
+        self.sent: list[tuple[int, str, int, dt.datetime]] = []  # assertions, for re-sends
+        self.marks: list[dt.datetime] = []  # known_at marks, one after each operation
+        self.log: list[str] = []
+        clock.reset()
+        mem.put_entity(self.scope, Entity(id=ENTITY))
+        self.mark()
+
+    def mark(self) -> None:
+        self.marks.append(self.clock.last + dt.timedelta(milliseconds=500))
+
+    @staticmethod
+    def when(t: dt.datetime) -> str:
+        """A transaction time as 'txN' (TX0 + N seconds); marks are 'txN+'."""
+        n = (t - TX0) / dt.timedelta(seconds=1)
+        return f"tx{int(n)}" + ("+" if n != int(n) else "")
+
+    def apply(self, op: tuple) -> None:
+        getattr(self, "op_" + op[0])(*op[1:])
+        self.mark()
+
+    def op_source(self, publisher: str | None, authority: str, day: int) -> None:
+        sid = f"s{len(self.my_sources)}"
+        src = Source(id=sid, kind="doc", authority=Authority(authority),
+                     available_by=BASE + dt.timedelta(days=day), publisher=publisher)
+        assert self.mem.record_source(self.scope, src)
+        self.model.record_source(sid, src.publisher_id, src.authority.rank, src.available_by)
+        self.my_sources.append(sid)
+        self.log.append(f"{self.when(self.clock.last)} source {sid} publisher={src.publisher_id} "
+                        f"{src.authority.value} available day {day}")
+
+    def _write(self, key: int, sid: str, value: int, available_by: dt.datetime) -> None:
+        fact = FactIn(entity=ENTITY, attribute=ATTRIBUTES[key], value=value, period=PERIOD,
+                      sources=(sid,), available_by=available_by)
+        written = self.mem.assert_fact(self.scope, fact)
+        got = written.version_id
+        self._reconcile(written, lambda choose: self.model.assert_fact(
+            key, sid, value, available_by, self.clock.last, choose))
+        self.sent.append((key, sid, value, available_by))
+        self.log.append(f"{self.when(self.clock.last)} assert key{key}={value} by {sid} "
+                        f"available day {(available_by - BASE).days} -> {self.name(got)}")
+
+    def _reconcile(self, written, step) -> None:
+        """Run the model's write; where it may pick among same-valued versions, it
+        follows graphmem; a new model version takes graphmem's id."""
+        got = written.version_id
+        known = [v.vid for v in self.model.versions]
+        i = step(lambda options: next(
+            (o for o in options if self.model.versions[o].vid == got), options[0]))
+        version = self.model.versions[i]
+        event("write: new version" if version.vid is None else "write: same version")
+        if version.vid is None:
+            assert got not in known, (
+                f"model creates a new version, graphmem reused {self.name(got)}")
+            assert written.recorded_at == self.clock.last, "the injected clock was not used"
+            version.vid = got
+        else:
+            assert got == version.vid, (
+                f"model lands on {self.name(version.vid)}, graphmem on {self.name(got)}")
+
+    def name(self, vid: str) -> str:
+        ids = [v.vid for v in self.model.versions]
+        return f"v{ids.index(vid)}" if vid in ids else "a new version"
+
+    def usable_sources(self) -> list[str]:
+        return [s for s in self.my_sources if not self.model.sources[s].erased]
+
+    def op_assert(self, key: int, value: int, pick: int, delay: int) -> None:
+        usable = self.usable_sources()
+        if usable:
+            sid = usable[pick % len(usable)]
+            available_by = self.model.sources[sid].available_by + dt.timedelta(days=delay)
+            self._write(key, sid, value, available_by)
+
+    def op_resend(self, pick: int) -> None:
+        if self.sent:
+            self._write(*self.sent[pick % len(self.sent)])
+
+    def op_invalidate(self, pick: int) -> None:
+        if self.model.versions:
+            i = pick % len(self.model.versions)
+            self.mem.invalidate(self.scope, self.model.versions[i].vid, "wrong value")
+            self.model.invalidate(i, self.clock.last)
+            self.log.append(f"{self.when(self.clock.last)} invalidate v{i}")
+
+    def op_retract(self, pick: int) -> None:
+        if not self.my_sources:
+            return
+        sid = self.my_sources[pick % len(self.my_sources)]
+        self.mem.retract_source(self.scope, sid, reason="withdrawn")
+        self.model.retract(sid, self.clock.last)
+        self.log.append(f"{self.when(self.clock.last)} retract {sid}")
+
+    def op_erase(self, pick: int) -> None:
+        usable = self.usable_sources()
+        if usable:
+            sid = usable[pick % len(usable)]
+            erased = self.mem.erase(self.scope, source_id=sid, reason="forget me")
+            self.model.erase_source(sid)
+            alone = sum(1 for v in self.model.versions if {e.source for e in v.edges} == {sid})
+            self.log.append(f"{self.when(self.clock.last)} erase {sid}")
+            assert erased == alone, f"erase {sid}: graphmem erased {erased}, model {alone}"
+
+    def op_resolve(self, key: int, picks: list[int], value: int, by: str) -> None:
+        mine = [i for i, v in enumerate(self.model.versions) if v.key == key]
+        if not mine:
+            return
+        settles = sorted({mine[p % len(mine)] for p in picks})
+        written = self.mem.resolve(
+            self.scope, versions=[self.model.versions[i].vid for i in settles],
+            value=Decimal(value), reason="analyst pick", by=by)
+        got = written.version_id
+        self._reconcile(written, lambda choose: self.model.resolve(
+            key, settles, value, by, self.clock.last, choose))
+        self.log.append(f"{self.when(self.clock.last)} resolve key{key} "
+                        f"{[f'v{i}' for i in settles]} -> {value} by {by} -> {self.name(got)}")
+
+    # -------------------------------------------------------------- reads
+
+    def cutoff(self, choice: tuple) -> tuple[dt.datetime, str]:
+        if choice[0] == "day":
+            day, hours = choice[1:]
+            return BASE + dt.timedelta(days=day, hours=hours), f"day {day} + {hours}h"
+        if choice[0] == "far":
+            return FAR, "far future"
+        mark = self.marks[choice[1] % len(self.marks)]
+        return mark, self.when(mark)
+
+    def check(self, key: int, cutoff: dt.datetime, known_at: dt.datetime, label: str) -> None:
+        answer = self.mem.as_of(self.scope, entity=ENTITY, attribute=ATTRIBUTES[key],
+                                period=PERIOD, cutoff=cutoff, known_at=known_at)
+        final = {self.model.versions[i].vid for i in self.model.final(key, cutoff, known_at)}
+        want = self.model.read(key, cutoff, known_at)
+        if answer.status == "active":
+            got, ids = (answer.status, {answer.value}), {answer.version.version_id}
+        else:
+            got, ids = (answer.status, {c.value for c in answer.candidates}), {
+                c.version_id for c in answer.candidates}
+        where = f"key{key} at {label}: expected {want} over {sorted(map(self.name, final))}, " \
+                f"graphmem {got} over {sorted(map(self.name, ids))}"
+        event(f"read: {want[0]}")
+        assert got == want, where
+        assert ids <= final and (answer.status != "conflicted" or ids == final), where
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(setup=st.lists(sources, min_size=2, max_size=4),
+       ops=st.lists(operation, min_size=4, max_size=20), reads=queries)
+def test_as_of_matches_the_model(clocked, setup, ops, reads):
+    mem, clock = clocked
+    run = Run(mem, clock)
+    try:
+        for op in setup + ops:
+            run.apply(op)
+        last = len(run.marks) - 1
+        checks = [(("far",), last), (("day", 8, 0), last)] + reads
+        for choice, mark in checks:
+            cutoff, label = run.cutoff(choice)
+            known_at = run.marks[mark % len(run.marks)]
+            for key in (0, 1):
+                run.check(key, cutoff, known_at, f"cutoff {label}, known_at {run.when(known_at)}")
+    finally:
+        note("\n".join(run.log))
