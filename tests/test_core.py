@@ -22,6 +22,7 @@ from graphmem import (
     ConcurrentWriteError,
     Entity,
     FactIn,
+    InputError,
     Memory,
     NotFoundError,
     Period,
