@@ -108,7 +108,7 @@ ON CREATE SET k.tenant = $tenant, k.scope = $scope, k.entity = key.entity,
 WITH k, key
 MATCH (e:Entity {uid: key.entity_uid})
 MERGE (k)-[:ABOUT]->(e)
-RETURN k.uid AS uid, k.revision AS revision
+RETURN k.uid AS uid, k.revision AS revision, COUNT { (k)<-[:VERSION_OF]-(:Fact) } AS versions
 
 // name: fact.key_revision
 MATCH (k:FactKey {uid: $uid})

@@ -70,13 +70,17 @@ RETURN COLLECT { MATCH (e)<-[:ABOUT]-(:FactKey)<-[:VERSION_OF]-(f:Fact) RETURN f
 // name: search.hits
 // Step 1 of a search: the index hits in this scope, and every hard filter that is a
 // property of the hit itself, before any ranking or limit. Scope is the index lookup
-// (the search_scope token) and is re-checked on the node. For fact versions only type
-// and entity are decided here: their status, times and evidence are the read rule's
-// (fact.read, run next on their keys). Experiences and task states are decided here:
-//   type -> entity -> task -> known_at -> erased -> candidate (not live) -> cutoff ->
+// (the search_scope token) and is re-checked on the node. Then, for every type:
+//   type -> entity -> task -> known_at (recorded_at <= K) -> erased -> candidate (never
+//   live) -> cutoff (available_by <= C; for a fact version that is its earliest
+//   evidence, so this is exactly fact.read's own cutoff stage).
+// A fact version's status and evidence are the read rule's (fact.read, run next on the
+// keys of the versions kept here). Experiences and task states are decided here:
 //   retracted (no validating source public by C and not retracted by K) -> evidence
 //   (none meets the requirement) -> superseded (a later revision of the same task).
-// Returns the effective (known_at, cutoff), the kept hits and the removed ones by filter.
+// Returns the effective (known_at, cutoff), the kept hits and what each filter removed.
+// Every subquery is its own projection (planned as an Apply per hit), never inside a
+// CASE (a nested plan re-run per row, many times slower).
 WITH coalesce($known_at, datetime.transaction()) AS K
 WITH K, coalesce($cutoff, K) AS C
 CALL (K, C) {
@@ -88,56 +92,60 @@ CALL (K, C) {
             WHEN n:TaskState THEN 'task_state' ELSE 'candidate' END AS type
   OPTIONAL MATCH (n)-[:VERSION_OF]->(k:FactKey)
   WITH n, score, type, k,
+       // the strongest source of a fact version: an upper bound of the authority the
+       // read rule can give it
+       COLLECT { MATCH (n)-[:EVIDENCED_BY]->(s:Source) RETURN s.authority_rank
+                 ORDER BY s.authority_rank DESC LIMIT 1 } AS strongest,
+       // an experience's validating sources public by C and not retracted by K
+       COLLECT { MATCH (n)-[v:VALIDATED_BY]->(s:Source)
+                 WHERE v.recorded_at <= K AND s.available_by <= C
+                   AND NOT EXISTS { (s)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= K }
+                 RETURN {rank: s.authority_rank, kind: s.kind} } AS live,
+       EXISTS { (k)-[:ABOUT]->(:Entity {uid: $entity_uid}) } AS key_about,
+       EXISTS { (n)-[:ABOUT]->(:Entity {uid: $entity_uid}) } AS memory_about,
+       EXISTS { MATCH (o:TaskState {tenant: $tenant, task_id: n.task_id})
+                WHERE o.scope = $scope AND o.revision > n.revision
+                  AND o.recorded_at <= K AND o.available_by <= C } AS newer
+  WITH n, score, type, k, strongest, newer,
+       reduce(m = null, e IN live |
+              CASE WHEN e.rank >= $min_rank AND ($kinds IS NULL OR e.kind IN $kinds)
+                        AND (m IS NULL OR e.rank > m) THEN e.rank ELSE m END) AS required,
+       size(live) AS live,
+       CASE type WHEN 'fact' THEN key_about
+                 WHEN 'candidate' THEN $entity_uid IN coalesce(n.refs, [])
+                 ELSE memory_about END AS about
+  WITH n, score, type, k, strongest, required,
        CASE
          WHEN NOT coalesce(n.memory_type, type) IN $types THEN 'type'
-         WHEN $entity_uid IS NOT NULL AND NOT CASE type
-              WHEN 'fact' THEN EXISTS { (k)-[:ABOUT]->(:Entity {uid: $entity_uid}) }
-              WHEN 'candidate' THEN $entity_uid IN coalesce(n.refs, [])
-              ELSE EXISTS { (n)-[:ABOUT]->(:Entity {uid: $entity_uid}) } END THEN 'entity'
+         WHEN $entity_uid IS NOT NULL AND NOT about THEN 'entity'
          WHEN $task_id IS NOT NULL AND type = 'task_state' AND n.task_id <> $task_id THEN 'task'
-         WHEN type = 'fact' THEN null
          WHEN n.recorded_at > K THEN 'known_at'
          WHEN n.erased_at IS NOT NULL THEN 'erased'
          WHEN type = 'candidate' THEN 'candidate'
          WHEN n.available_by > C THEN 'cutoff'
-         WHEN type = 'experience' AND NOT EXISTS {
-              MATCH (n)-[v:VALIDATED_BY]->(s:Source)
-              WHERE v.recorded_at <= K AND s.available_by <= C
-                AND NOT EXISTS { (s)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= K }
-            } THEN 'retracted'
-         WHEN type = 'experience' AND NOT EXISTS {
-              MATCH (n)-[v:VALIDATED_BY]->(s:Source)
-              WHERE v.recorded_at <= K AND s.available_by <= C
-                AND NOT EXISTS { (s)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= K }
-                AND s.authority_rank >= $min_rank AND ($kinds IS NULL OR s.kind IN $kinds)
-            } THEN 'evidence'
+         WHEN type = 'fact' THEN null
+         WHEN type = 'experience' AND live = 0 THEN 'retracted'
+         WHEN type = 'experience' AND required IS NULL THEN 'evidence'
          WHEN type = 'task_state' AND ($min_rank > 0 OR $kinds IS NOT NULL) THEN 'evidence'
-         WHEN type = 'task_state' AND EXISTS {
-              MATCH (o:TaskState {tenant: $tenant, task_id: n.task_id})
-              WHERE o.scope = $scope AND o.revision > n.revision
-                AND o.recorded_at <= K AND o.available_by <= C
-            } THEN 'superseded'
+         WHEN type = 'task_state' AND newer THEN 'superseded'
          ELSE null
        END AS removed_by
+  // Compact rows (the driver decodes every value): times as epoch milliseconds, a
+  // fact's key as a list; removed ids only when asked for (trace), else reasons only.
   RETURN count(n) AS matched,
-         collect(CASE WHEN removed_by IS NOT NULL
-                      THEN {id: coalesce(n.version_id, n.memory_id, n.id), by: removed_by} END)
+         collect(removed_by) AS reasons,
+         collect(CASE WHEN removed_by IS NOT NULL AND $removed_ids
+                      THEN [coalesce(n.version_id, n.memory_id, n.id), removed_by] END)
            AS removed,
-         collect(CASE WHEN removed_by IS NULL THEN {
-           id: coalesce(n.version_id, n.memory_id), type: type, score: score,
-           key: CASE WHEN k IS NULL THEN null ELSE k {.entity, .attribute, .unit, .definition,
-                                                      .period} END,
-           available_by: n.available_by, recorded_at: n.recorded_at,
-           rank: CASE type WHEN 'experience' THEN COLLECT {
-             MATCH (n)-[v:VALIDATED_BY]->(s:Source)
-             WHERE v.recorded_at <= K AND s.available_by <= C
-               AND NOT EXISTS { (s)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= K }
-               AND s.authority_rank >= $min_rank AND ($kinds IS NULL OR s.kind IN $kinds)
-             RETURN s.authority_rank ORDER BY s.authority_rank DESC LIMIT 1
-           }[0] ELSE null END
-         } END) AS kept
+         collect(CASE WHEN removed_by IS NULL THEN [
+           coalesce(n.version_id, n.memory_id), type, score, n.available_by.epochMillis,
+           // an experience's authority; for a fact version its upper bound
+           CASE type WHEN 'experience' THEN required WHEN 'fact' THEN strongest[0] END,
+           CASE WHEN k IS NULL THEN null
+                ELSE [k.entity, k.attribute, k.unit, k.definition, k.period] END
+         ] END) AS kept
 }
-RETURN K AS known_at, C AS cutoff, matched, removed, kept
+RETURN K AS known_at, C AS cutoff, matched, reasons, removed, kept
 
 // name: search.memories
 // Experiences and task states by id, with their evidence as of (C, K).

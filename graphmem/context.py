@@ -313,7 +313,7 @@ def trace(tx: Tx, scope: Scope, snapshot_id: str, memory_id: str | None, *,
     evaluation = None
     if ctx.query is not None:
         q = {f: getattr(ctx.query, f) for f in SearchQuery.model_fields}
-        evaluation = search.evaluate(tx, scope, q)
+        evaluation = search.evaluate(tx, scope, q, exhaustive=True)
     steps = tuple(_step(tx, scope, ctx, m, evaluation) for m in ids)
     best = min(steps, key=lambda s: OUTCOMES.index(s.outcome))
     return TraceResult(snapshot_id=snapshot_id, outcome=best.outcome, steps=steps)

@@ -273,6 +273,27 @@ def _rounds(assertions: list[Assertion]) -> Iterable[list[Assertion]]:
         pending = rest
 
 
+def _decide(tx: Tx, params: dict[str, Any], batch: list[Assertion], recorded_at: Any,
+            empty: set[str]) -> dict[int, tuple[str, str]]:
+    """Each assertion's fate, from the read rule at its own available_by (``fact.read``):
+    ``unchanged`` (re-sent), ``evidence`` for the version that has its value then, or
+    ``create`` a new version."""
+    decisions = {n: ("create", a.version_id) for n, a in enumerate(batch) if a.key.uid in empty}
+    reads = [{"i": n, **a.key.selector(), "cutoff": a.available_by, "known_at": recorded_at, "idem": a.idem}
+             for n, a in enumerate(batch) if n not in decisions]
+    if not reads:
+        return decisions
+    for row in tx.run("fact.read", reads=reads, min_rank=0, kinds=None, **params):
+        a = batch[row["i"]]
+        if row["already"]:
+            decisions[row["i"]] = ("unchanged", row["already"])
+            continue
+        same = [c["f"]["version_id"] for c in row["candidates"]
+                if (c["f"]["value_type"], c["f"]["value"]) == (a.value_type, a.value)]
+        decisions[row["i"]] = ("evidence", same[0]) if same else ("create", a.version_id)
+    return decisions
+
+
 def write_facts(
     tx: Tx,
     scope: Scope,
@@ -285,52 +306,32 @@ def write_facts(
     assertions = _assertions(tx, scope, facts, offset)
     params = scope_params(scope)
     keys = {a.key.uid: a.key.params() for a in assertions}
-    revisions = {row["uid"]: row["revision"] for row in tx.run("fact.merge_keys", keys=list(keys.values()), **params)}
+    merged = tx.run("fact.merge_keys", keys=list(keys.values()), **params)
     if expected_revision is not None:
-        for uid, revision in revisions.items():
-            if revision != expected_revision:
-                raise ConcurrentWriteError(uid, expected_revision, revision)
+        for row in merged:
+            if row["revision"] != expected_revision:
+                raise ConcurrentWriteError(row["uid"], expected_revision, row["revision"])
+    # Keys with no version yet need no read: every first assertion there is a new version.
+    empty = {row["uid"] for row in merged if row["versions"] == 0}
     result = ChunkResult(version_ids=[""] * len(facts))
     outcome: dict[str, str] = {}  # idempotency key -> the version it landed on
     for batch in _rounds(assertions):
-        reads = [
-            {"i": n, **a.key.selector(), "cutoff": a.available_by, "known_at": recorded_at, "idem": a.idem}
-            for n, a in enumerate(batch)
-        ]
-        found = {row["i"]: row for row in tx.run("fact.read", reads=reads, min_rank=0, kinds=None, **params)}
+        decisions = _decide(tx, params, batch, recorded_at, empty)
+        empty -= {a.key.uid for a in batch}
         creates, evidence = [], []
         for n, a in enumerate(batch):
-            row = found[n]
-            if row["already"]:
-                result.unchanged += 1
-                outcome[a.idem] = row["already"]
-                continue
-            same = [
-                c["f"]["version_id"]
-                for c in row["candidates"]
-                if (c["f"]["value_type"], c["f"]["value"]) == (a.value_type, a.value)
-            ]
-            target = same[0] if same else a.version_id
+            action, target = decisions[n]
             outcome[a.idem] = target
-            item = {
-                "key_uid": a.key.uid,
-                "source_uid": a.source_uid,
-                "idem": a.idem,
-                "available_by": a.available_by,
-                "version_id": target,
-            }
-            if same:
+            if action == "unchanged":
+                result.unchanged += 1
+                continue
+            item = {"key_uid": a.key.uid, "source_uid": a.source_uid, "idem": a.idem,
+                    "available_by": a.available_by, "version_id": target}
+            if action == "evidence":
                 evidence.append(item)
             else:
-                creates.append(
-                    {
-                        **item,
-                        "value": a.value,
-                        "value_type": a.value_type,
-                        "value_num": a.value_num,
-                        "value_hash": digest(a.value_type, a.value),
-                    }
-                )
+                creates.append({**item, "value": a.value, "value_type": a.value_type,
+                                "value_num": a.value_num, "value_hash": digest(a.value_type, a.value)})
         if creates:
             tx.run("fact.create_versions", rows=creates, recorded_at=recorded_at, **params)
         if evidence:

@@ -62,11 +62,12 @@ APPROVAL_KIND = "approval"
 
 def _known(tx: Tx, scope: Scope, source_ids: Iterable[str], entity_ids: Iterable[str]
            ) -> tuple[dict[str, dict[str, Any]], set[str]]:
-    """The recorded sources among ``source_ids`` (by id) and the entity ids not recorded."""
+    """The usable sources among ``source_ids`` (recorded and not erased: an erased source
+    evidences nothing new), by id, and the entity ids not recorded."""
     params = facts.scope_params(scope)
     sids = sorted(set(source_ids))
     rows = tx.run("source.get_many", uids=[facts.source_uid(scope, s) for s in sids], **params)
-    sources = {row["id"]: row for row in rows}
+    sources = {row["id"]: row for row in rows if row["erased_at"] is None}
     eids = sorted(set(entity_ids))
     uid_to_id = {facts.entity_uid(scope, e): e for e in eids}
     missing = tx.run("entity.missing", uids=sorted(uid_to_id), **params)
@@ -76,7 +77,8 @@ def _known(tx: Tx, scope: Scope, source_ids: Iterable[str], entity_ids: Iterable
 def _source_reasons(claimed: Sequence[str], known: dict[str, Any], what: str) -> list[str]:
     if not claimed:
         return [f"no source: {what}"]
-    return [f"source {sid!r} is not recorded in this scope" for sid in claimed if sid not in known]
+    return [f"source {sid!r} is not recorded in this scope (or was erased)"
+            for sid in claimed if sid not in known]
 
 
 def _entity_reasons(missing: set[str]) -> list[str]:
@@ -174,8 +176,7 @@ def remember_fact(tx: Tx, scope: Scope, fact: FactIn, at: Any) -> Remembered:
     if reasons:
         return _store_candidate(tx, scope, "fact", _fact_payload(fact), reasons, at)
     vid = facts.write_facts(tx, scope, [fact], at).version_ids[0]
-    version = facts.versions_by_id(tx, scope, [vid])[0]
-    return Remembered(type="fact", status="live", id=vid, version=version)
+    return _live(tx, scope, "fact", vid, at)
 
 
 # ---------------------------------------------------------------- experiences
@@ -231,8 +232,7 @@ def remember_experience(tx: Tx, scope: Scope, experience: ExperienceIn, at: Any,
             entities=[facts.entity_uid(scope, e) for e in experience.entities],
             recorded_at=at, **facts.scope_params(scope))
         indexing.index_memories(tx, scope, [memory_id])
-    exp = load_memories(tx, scope, [memory_id], known_at=at, cutoff=None)[memory_id]
-    return Remembered(type="experience", status="live", id=memory_id, experience=exp)
+    return _live(tx, scope, "experience", memory_id, at)
 
 
 # ---------------------------------------------------------------- task states
@@ -281,8 +281,19 @@ def save_task_state(tx: Tx, scope: Scope, state: TaskStateIn, at: Any,
 
 
 def _task_result(tx: Tx, scope: Scope, memory_id: str, at: Any) -> Remembered:
-    ts = load_memories(tx, scope, [memory_id], known_at=at, cutoff=None)[memory_id]
-    return Remembered(type="task_state", status="live", id=memory_id, task_state=ts)
+    return _live(tx, scope, "task_state", memory_id, at)
+
+
+def _live(tx: Tx, scope: Scope, memory_type: MemoryType, memory_id: str, at: Any
+          ) -> Remembered:
+    """A stored live memory, read back as the write that made it returns it."""
+    if memory_type == "fact":
+        version = facts.versions_by_id(tx, scope, [memory_id])[0]
+        return Remembered(type="fact", status="live", id=memory_id, version=version)
+    item = load_memories(tx, scope, [memory_id], known_at=at, cutoff=None)[memory_id]
+    return Remembered(type=memory_type, status="live", id=memory_id,
+                      experience=item if memory_type == "experience" else None,
+                      task_state=item if memory_type == "task_state" else None)
 
 
 # ---------------------------------------------------------------- review
@@ -301,8 +312,8 @@ def approve(tx: Tx, scope: Scope, candidate_id: str, by: str, at: Any) -> Rememb
     if not found:
         raise NotFoundError(f"no candidate {candidate_id} in scope {scope.id}")
     cand = found[0]
-    if cand.status == "approved":
-        return Remembered(type=cand.type, status="live", id=cand.memory_id or "")
+    if cand.status == "approved" and cand.memory_id:
+        return _live(tx, scope, cand.type, cand.memory_id, at)
     if cand.status == "rejected":
         raise InputError("candidate", f"{candidate_id} was rejected by {cand.decided_by} "
                                       f"({cand.decision_reason}); it cannot be approved")

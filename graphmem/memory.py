@@ -27,6 +27,7 @@ from .models import (
     Candidate,
     Context,
     Entity,
+    Experience,
     ExperienceIn,
     FactIn,
     FactVersion,
@@ -37,6 +38,7 @@ from .models import (
     SearchResult,
     Source,
     SourceRecord,
+    TaskState,
     TaskStateIn,
     TraceResult,
     WriteReport,
@@ -597,6 +599,14 @@ class Memory:
             raise InputError("state", "a graphmem.TaskStateIn is required")
         return self.write(scope, "save_task_state", lambda tx, at: governance.save_task_state(
             tx, scope, state, at, expected_revision))
+
+    def memories(self, scope: Scope, memory_ids: list[str]) -> list[Experience | TaskState]:
+        """Experiences and task states by id (unknown ids are left out), as of now."""
+        scope = self.scope(scope)
+        known_at = self._now() or dt.datetime.now(dt.UTC)
+        found = self._db.read(lambda tx: governance.load_memories(
+            tx, scope, memory_ids, known_at=known_at, cutoff=None), "memories")
+        return [found[m] for m in memory_ids if m in found]
 
     def candidates(self, scope: Scope, *, status: str | None = "pending") -> list[Candidate]:
         """Candidates awaiting review (``status=None``: all, with their computed status)."""

@@ -468,7 +468,10 @@ class SearchExplain(_Model):
 
     ``matched`` counts the index hits inside the caller's scope (scope is applied at the
     index lookup and never counted, so nothing about other scopes leaks). ``removed`` is
-    per matched memory (fact version, experience, task state, candidate).
+    per matched memory (fact version, experience, task state, candidate). ``kept`` passed
+    every filter; ``below_limit`` of them ranked after the limit; ``unevaluated`` matched
+    fact versions were not run through the read rule because even at their best they
+    would rank below the limit (see graphmem/search.py).
     """
 
     matched: int = 0
@@ -476,6 +479,7 @@ class SearchExplain(_Model):
     kept: int = 0
     returned: int = 0
     below_limit: int = 0
+    unevaluated: int = 0
     ranking: str = ""
 
 

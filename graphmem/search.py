@@ -3,14 +3,25 @@
 One read transaction, three steps, nothing ranked or cut before every filter ran:
 
 1. ``search.hits`` - the full-text index (``graphmem_memory_text``) inside the caller's
-   scope, then every filter that is a property of the hit: type, entity, task, and for
-   experiences and task states their times, status and evidence.
-2. ``fact.read`` - the one read rule, run on the keys of the fact versions that
-   matched, at the search's (cutoff, known_at) with its evidence requirement: a fact
+   scope, then every filter that is a property of the hit: type, entity, task, known_at,
+   erasure, cutoff, and for experiences and task states their status and evidence.
+2. ``fact.read`` - the one read rule, run on the keys of the fact versions still
+   kept, at the search's (cutoff, known_at) with its evidence requirement: a fact
    hit is what ``as_of`` would answer for that key, and a matched version that the
    rule does not keep (superseded, outranked, retracted, ...) is removed with that
    reason. The rule is not re-implemented here.
 3. rank what is left, and only then apply ``limit``.
+
+Step 2 costs one read-rule evaluation per fact key, so it runs in batches (the limit
+and a half, then doubling), best candidates first. Before the rule runs, each key's rank
+has a bound - its strongest source's authority, its best text score, its latest
+availability, its smallest version id, over the versions that matched - which the
+read rule's answer can only equal or fall below. Once ``limit`` hits rank strictly
+above the best bound left, the remaining keys cannot reach the result whatever their
+status and are not evaluated (``explain.unevaluated`` counts their versions;
+``explain.removed`` then covers the evaluated ones). Nothing filtered ever takes a
+place in the result, and no memory that passes the filters is displaced.
+``trace`` evaluates exhaustively.
 
 **Query text.** Words are stemmed (english analyzer), so "declines" meets "declined".
 A token with a digit or inner punctuation (``E-4012``, ``0001564590-16-013195``,
@@ -24,8 +35,9 @@ English stop words are ignored; a text of stop words only is refused.
 
 **Ranking** (documented in every result's ``explain.ranking`` and each hit's ``rank``):
 authority tier first (user_correction > primary > derived > inference > none - a task
-state has no evidence, so no authority), then the full-text score normalised to the
-best hit, then recency (``available_by`` closest to the cutoff), then the memory id.
+state has no evidence, so no authority), then the full-text score (shown normalised to
+the best-scoring match), then recency (``available_by`` closest to the cutoff), then
+the memory id (for a fact key: the smallest id among its matched versions kept).
 Authority is a tier, not a weight: no amount of keyword stuffing lets a low-authority
 memory outrank a primary one (the poisoning defence), and within a tier the text decides.
 """
@@ -34,6 +46,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,8 +74,7 @@ FILTERS = ("type", "entity", "task", "known_at", "erased", "candidate", "cutoff"
 STATUS = frozenset({"erased", "candidate", "invalidated", "retracted", "outranked",
                     "superseded"})
 RANKING = ("authority tier (user_correction > primary > derived > inference > none), then "
-           "full-text score normalised to the best hit, then recency (available_by closest "
-           "to the cutoff), then memory id")
+           "full-text score, then recency (available_by closest to the cutoff), then memory id")
 # Lucene's English stop words (the english analyzer drops them).
 STOP_WORDS = frozenset((
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is",
@@ -134,66 +146,95 @@ def make_query(scope: Scope, *, text: str | None, match: str, types: Any, entity
 
 @dataclass
 class _Hit:
+    """A kept memory and what it ranks by. For a fact key, ``score``, ``available_ms`` and
+    ``tie`` are those of its matched versions the read rule kept (the best score, the
+    latest availability, the smallest id), so that each has a bound known before the
+    rule runs: the best over all its matched versions."""
+
     type: MemoryType
     memory_id: str
     score: float
     authority: int
-    available_by: dt.datetime
+    available_ms: int  # available_by as epoch milliseconds
+    tie: str
     answer: Answer | None = None
 
-    def key(self, best: float, cutoff: dt.datetime) -> tuple[Any, ...]:
-        return (-self.authority, -round(self.score / best, 9) if best else 0.0,
-                (cutoff - self.available_by).total_seconds(), self.memory_id)
+    def key(self) -> tuple[Any, ...]:
+        return _key(self.authority, self.score, self.available_ms, self.tie)
+
+
+def _key(authority: int, score: float, available_ms: int, tie: str) -> tuple[Any, ...]:
+    """The rank order (smaller first): authority, text score, recency, id."""
+    return (-authority, -score, -available_ms, tie)
 
 
 @dataclass
 class Evaluation:
-    """Every matched memory's fate: kept (ranked, unlimited) or removed by a filter."""
+    """Every matched memory's fate: kept (ranked), removed by a filter, or - in a bounded
+    evaluation - left unevaluated because it could not rank within the limit."""
 
     query: SearchQuery
     matched: int
-    removed: dict[str, str] = field(default_factory=dict)
+    best: float = 0.0
+    reasons: Counter[str] = field(default_factory=Counter)
+    removed: dict[str, str] = field(default_factory=dict)  # ids: always for fact.read's
     ranked: list[_Hit] = field(default_factory=list)
+    unevaluated: int = 0
 
     def counts(self) -> dict[str, int]:
-        found = {f: 0 for f in FILTERS}
-        for by in self.removed.values():
-            found[by] = found.get(by, 0) + 1
-        return {f: n for f, n in found.items() if n}
+        return {f: self.reasons[f] for f in FILTERS if self.reasons[f]}
 
 
-def evaluate(tx: Tx, scope: Scope, q: dict[str, Any]) -> Evaluation:
-    """Steps 1 and 2 of the module docstring, and the ranking of everything kept."""
+def evaluate(tx: Tx, scope: Scope, q: dict[str, Any], exhaustive: bool = False
+             ) -> Evaluation:
+    """Steps 1 and 2 of the module docstring, and the ranking of everything kept.
+
+    ``exhaustive`` (trace): every matched fact key is evaluated and every removal is
+    reported by id.
+    """
     req = facts.require_params(q["require"])
     entity_uid = facts.entity_uid(scope, q["entity"]) if q["entity"] else None
     row = tx.one("search.hits", lucene=q["lucene"], types=list(q["types"]),
                  entity_uid=entity_uid, task_id=q["task_id"], cutoff=q["cutoff"],
-                 known_at=q["known_at"], **req, **facts.scope_params(scope))
+                 known_at=q["known_at"], removed_ids=exhaustive, **req,
+                 **facts.scope_params(scope))
     assert row is not None  # the statement aggregates: always one row
     known_at, cutoff = facts.native(row["known_at"]), facts.native(row["cutoff"])
     query = SearchQuery(**{**q, "known_at": known_at, "cutoff": cutoff})
-    ev = Evaluation(query, row["matched"], {r["id"]: r["by"] for r in row["removed"]})
-    keys: dict[tuple[str, ...], dict[str, float]] = {}
-    for hit in row["kept"]:
-        if hit["type"] == "fact":
-            k = hit["key"]
-            key = (k["entity"], k["attribute"], k["unit"], k["definition"], k["period"])
-            keys.setdefault(key, {})[hit["id"]] = hit["score"]
+    ev = Evaluation(query, row["matched"], max((h[2] for h in row["kept"]), default=0.0),
+                    Counter(r for r in row["reasons"] if r), dict(row["removed"]))
+    keys: dict[tuple[str, ...], dict[str, tuple[float, int, int]]] = {}
+    for memory_id, kind, score, available_ms, rank, key in row["kept"]:
+        if kind == "fact":
+            keys.setdefault(tuple(key), {})[memory_id] = (score, available_ms, rank or 0)
         else:
-            ev.ranked.append(_Hit(hit["type"], hit["id"], hit["score"], hit["rank"] or 0,
-                                  facts.native(hit["available_by"])))
-    ev.ranked += _fact_hits(tx, scope, keys, cutoff, known_at, req, ev.removed)
-    best = max((h.score for h in ev.ranked), default=0.0)
-    ev.ranked.sort(key=lambda h: h.key(best, cutoff))
+            ev.ranked.append(_Hit(kind, memory_id, score, rank or 0, available_ms, memory_id))
+
+    def bound(key: tuple[str, ...]) -> tuple[Any, ...]:
+        """The best rank key this fact key could reach, whatever the read rule keeps."""
+        m = keys[key]
+        return _key(max(r for _, _, r in m.values()), max(s for s, _, _ in m.values()),
+                    max(a for _, a, _ in m.values()), min(m))
+
+    pending = sorted(keys, key=bound)
+    # a little more than the limit first (some will be filtered), then doubling batches
+    size = len(pending) if exhaustive else q["limit"] + max(2, q["limit"] // 2)
+    while pending:
+        batch, pending, size = pending[:size], pending[size:], size * 2
+        ev.ranked += _fact_hits(tx, scope, {k: keys[k] for k in batch}, cutoff, known_at, req,
+                                ev)
+        ev.ranked.sort(key=_Hit.key)
+        if pending and len(ev.ranked) >= q["limit"] and \
+                ev.ranked[q["limit"] - 1].key() < bound(pending[0]):
+            break  # the limit best rank strictly above anything left could
+    ev.unevaluated = sum(len(keys[k]) for k in pending)
     return ev
 
 
-def _fact_hits(tx: Tx, scope: Scope, keys: dict[tuple[str, ...], dict[str, float]],
+def _fact_hits(tx: Tx, scope: Scope, keys: dict[tuple[str, ...], dict[str, tuple[float, int, int]]],
                cutoff: dt.datetime, known_at: dt.datetime, req: dict[str, Any],
-               removed: dict[str, str]) -> list[_Hit]:
+               ev: Evaluation) -> list[_Hit]:
     """Run the read rule on the matched keys; a key is a hit if a matched version survives."""
-    if not keys:
-        return []
     order = list(keys)
     reads = [{"i": i, "entity": k[0], "attribute": k[1], "unit": k[2], "definition": k[3],
               "period": k[4], "valid_from": None, "valid_to": None, "cutoff": cutoff,
@@ -203,15 +244,18 @@ def _fact_hits(tx: Tx, scope: Scope, keys: dict[tuple[str, ...], dict[str, float
         matched = keys[order[row["i"]]]
         stage = {x["version_id"]: x["by"] for x in row["removed"]}
         kept = [vid for vid in matched if stage.get(vid) is None]
-        removed.update({vid: stage[vid] for vid in matched if stage.get(vid)})
+        for vid in matched:
+            if stage.get(vid):
+                ev.removed[vid] = stage[vid]
+                ev.reasons[stage[vid]] += 1
         if not kept:
             continue
         answer = facts._answer(row, cutoff)  # the same Answer as_of builds from this row
         shown = [answer.version] if answer.version else list(answer.candidates)
         hits.append(_Hit(
-            "fact", shown[0].version_id, max(matched[v] for v in kept),
+            "fact", shown[0].version_id, max(matched[v][0] for v in kept),
             max((v.authority.rank if v.authority else 0) for v in shown),
-            max(v.available_by for v in shown), answer))
+            max(matched[v][1] for v in kept), min(kept), answer))
     return hits
 
 
@@ -219,15 +263,14 @@ def search(tx: Tx, scope: Scope, q: dict[str, Any]) -> SearchResult:
     """A search: every hard filter, then ranking, then the limit, then details of the top."""
     ev = evaluate(tx, scope, q)
     top = ev.ranked[: q["limit"]]
-    details = governance.load_memories(
-        tx, scope, [h.memory_id for h in top if h.type != "fact"],
-        known_at=ev.query.known_at, cutoff=ev.query.cutoff)
-    best = max((h.score for h in ev.ranked), default=0.0)
-    hits = tuple(_search_hit(h, position, best, ev.query.cutoff, details)
+    others = [h.memory_id for h in top if h.type != "fact"]
+    details = governance.load_memories(tx, scope, others, known_at=ev.query.known_at,
+                                       cutoff=ev.query.cutoff) if others else {}
+    hits = tuple(_search_hit(h, position, ev.best, ev.query.cutoff, details)
                  for position, h in enumerate(top, 1))
     explain = SearchExplain(matched=ev.matched, removed=ev.counts(), kept=len(ev.ranked),
                             returned=len(hits), below_limit=len(ev.ranked) - len(hits),
-                            ranking=RANKING)
+                            unevaluated=ev.unevaluated, ranking=RANKING)
     return SearchResult(status="found" if hits else "not_found", hits=hits, explain=explain,
                         query=ev.query)
 
@@ -236,9 +279,9 @@ def _search_hit(h: _Hit, position: int, best: float, cutoff: dt.datetime,
                 details: dict[str, Any]) -> SearchHit:
     authority: Authority | None = authority_of(h.authority) if h.authority else None
     norm = h.score / best if best else 0.0
-    days = (cutoff - h.available_by).total_seconds() / 86400
+    days = (cutoff.timestamp() * 1000 - h.available_ms) / 86_400_000
     why = (f"#{position}: authority {authority.value if authority else 'none'} (tier "
-           f"{h.authority}), text score {h.score:.3f} = {norm:.2f} of the best, available "
+           f"{h.authority}), text score {h.score:.3f} = {norm:.2f} of the best match, available "
            f"{days:.1f} days before the cutoff")
     rank = Rank(position=position, authority=authority, text_score=h.score, text_norm=norm,
                 recency_days=days, why=why)

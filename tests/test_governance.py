@@ -374,11 +374,14 @@ def test_what_fails_its_gate_is_a_candidate_never_live_until_approved(w):
     assert {r.status for r in (no_source, unknown, no_entity, no_evidence, no_outcome,
                                no_task)} == {"candidate"}
     assert no_source.reasons == ("no source: a fact needs at least one source",)
-    assert unknown.reasons == ("source 'ghost' is not recorded in this scope",)
+    assert unknown.reasons == ("source 'ghost' is not recorded in this scope (or was erased)",)
     assert no_entity.reasons[0].startswith("entity 'initech' is not recorded")
     assert no_outcome.reasons[0].startswith("no observed outcome")
     assert no_task.reasons[0].startswith("no task id")
     assert len(w.mem.candidates(w.scope)) == 6
+    passes = w.mem.remember_fact(w.scope, FactIn(entity="globex", attribute="revenue",
+                                                 value=Decimal("9"), period=Q1, sources=("10q",)))
+    assert passes.status == "live" and passes.version.value == Decimal("9")
 
     # never live: not in reads, and search says why it found nothing
     assert w.mem.as_of(w.scope, entity="acme", attribute="revenue", cutoff=FAR).status == \
@@ -418,6 +421,25 @@ def test_require_is_a_hard_filter_before_ranking(w):
     strict = w.search("acme revenue", match="any", require=Require(min_authority="primary"))
     assert values(strict) == [Decimal("100")]
     assert strict.explain.removed == {"evidence": 2}
+
+
+def test_a_broad_search_stops_evaluating_once_the_limit_is_settled(w):
+    w.source("10q", t("2024-05-01"), publisher="cik:1")
+    w.source("10k", t("2025-02-01"), publisher="cik:1")
+    w.source("blog", t("2024-05-02"), authority="inference")
+    primary = [w.fact(Decimal(i), "10q", attribute=f"metric_{i:02d}") for i in range(30)]
+    for v in primary[:4]:  # the best-ranked candidates are filtered, not just skipped
+        w.mem.invalidate(w.scope, v.version_id, "wrong")
+    for i in range(4, 8):
+        w.fact(Decimal(i + 100), "10k", attribute=f"metric_{i:02d}")  # restated later
+    for i in range(10):
+        w.fact(Decimal(i), "blog", attribute=f"rumour_{i}")
+    bounded = w.search("acme", limit=3)
+    everything = w.search("acme", limit=1000)
+    assert [h.memory_id for h in bounded.hits] == [h.memory_id for h in everything.hits[:3]]
+    assert bounded.explain.unevaluated > 0 and everything.explain.unevaluated == 0
+    assert everything.explain.removed == {"invalidated": 4, "superseded": 4}
+    assert len(everything.hits) == 30 + 10 - 4
 
 
 # ------------------------------------------------------------------ scope and input
@@ -550,7 +572,35 @@ def test_erasing_a_source_reaches_derived_facts_memories_candidates_and_renderin
     assert scrubbed.rendered_hash == ctx.rendered_hash  # the tombstone keeps the hash
     [c] = w.mem.candidates(w.scope, status=None)
     assert c.id == cand.id and c.erased and c.payload is None
+    again = w.mem.remember_fact(w.scope, FactIn(entity="acme", attribute="balance", period=Q2,
+                                                value=Decimal("1"), sources=("leak",)))
+    assert again.status == "candidate" and "erased" in again.reasons[0]
     assert values(w.search("margin")) == [Decimal("55")]
     assert other.version_id in ctx.rendered and other.version_id in scrubbed.rendered
     assert x.id in scrubbed.rendered and ts.id in scrubbed.rendered  # as tombstones
     assert "ledger 918273" not in scrubbed.rendered
+
+
+def test_erasing_an_entity_reaches_its_memories_and_what_was_derived_from_it(w):
+    w.source("10q", t("2024-05-01"))
+    acme = w.fact(Decimal("100"), "10q")
+    globex = w.fact(Decimal("50"), "10q", entity="globex")
+    total = w.mem.derive(w.scope, method="sum", method_version="1", params={},
+                         inputs={"parts": [acme.version_id, globex.version_id]},
+                         output=FactIn(entity="globex", attribute="group_revenue", unit="USD",
+                                       value=Decimal("150"), period=Q1))
+    x = w.experience("10q", entities=("acme",))
+    ts = w.mem.save_task_state(w.scope, TaskStateIn(task_id="T", goal="review Acme Corp",
+                                                    entities=("acme",)))
+    assert w.mem.erase(w.scope, entity="acme", reason="right to be forgotten") == 2
+    assert w.search("Acme").status == "not_found"
+    assert w.search("group_revenue").status == "not_found"  # derived from acme's value
+    assert values(w.search("globex revenue")) == [Decimal("50")]
+    assert {h.memory_id for h in w.search("10q").hits} == {globex.version_id}
+    assert w.search("E-4012").status == "not_found"
+    assert w.search("review", types=["task_state"]).status == "not_found"
+    erased_x, erased_ts = w.mem.memories(w.scope, [x.id, ts.id])
+    assert erased_x.erased and erased_x.outcome is None and erased_x.trigger is None
+    assert erased_ts.erased and erased_ts.goal is None and erased_ts.task_id == "T"
+    [v] = w.mem.versions(w.scope, [total.version_id])
+    assert v.erased and v.value is None

@@ -182,8 +182,11 @@ class Run:
             self._write(key, sid, value, available_by)
 
     def op_resend(self, pick: int) -> None:
-        if self.sent:
-            self._write(*self.sent[pick % len(self.sent)])
+        # An erased source evidences nothing new (refused; tested in test_core), so only
+        # assertions whose source still stands are re-sent.
+        sendable = [sent for sent in self.sent if not self.model.sources[sent[1]].erased]
+        if sendable:
+            self._write(*sendable[pick % len(sendable)])
 
     def op_invalidate(self, pick: int) -> None:
         if self.model.versions:

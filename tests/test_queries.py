@@ -41,6 +41,5 @@ PLANNABLE = [name for name in QUERIES if not name.startswith("schema.")]
 
 @pytest.mark.parametrize("name", PLANNABLE)
 def test_statement_parses_and_plans_on_neo4j(migrated, name):
-    with migrated.connect() as mem:
-        with mem.db.driver.session(database=mem.db.database) as session:
-            session.run("EXPLAIN " + QUERIES[name]).consume()
+    with migrated.connect() as mem, mem.db.driver.session(database=mem.db.database) as session:
+        session.run("EXPLAIN " + QUERIES[name]).consume()
