@@ -42,47 +42,61 @@ RETURN vid AS input,
        } AS cycle
 
 // name: lineage.source_facts
-// The facts a source evidences directly (the origin of a retraction's impact).
+// The facts a source evidences directly (the origin of a retraction's impact). A fact
+// is `anchored` when other live evidence that no cascade can reach (a non-derived
+// source, not retracted) stands behind it: it survives, and nothing below it is hit.
 MATCH (s:Source {uid: $uid})<-[e:EVIDENCED_BY]-(f:Fact)
 WHERE s.tenant = $tenant AND s.scope = $scope AND e.recorded_at <= $known_at
-RETURN f.version_id AS version_id
+RETURN f.version_id AS version_id,
+       EXISTS {
+         MATCH (f)-[o:EVIDENCED_BY]->(p:Source)
+         WHERE p.uid <> $uid AND NOT p:Derivation AND o.recorded_at <= $known_at
+           AND NOT EXISTS { (p)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= $known_at }
+       } AS anchored,
+       COUNT { (f)-[:EVIDENCED_BY]->(:Derivation) } AS derivations
 
 // name: lineage.downstream_step
-// One step down from a frontier of facts: the derivations that use them, and each
-// derivation's outputs with all their evidence (to tell invalid from survives).
+// One step down from a frontier of facts: one row per derivation that uses them, with
+// the frontier inputs it uses (and their roles) and its outputs, each output `anchored`
+// as in lineage.source_facts and with its number of derivation evidences.
 UNWIND $version_ids AS vid
 MATCH (f:Fact {version_id: vid})<-[u:USES]-(d:Derivation)
 WHERE d.tenant = $tenant AND d.scope = $scope AND d.recorded_at <= $known_at
-RETURN vid AS input, d.id AS derivation, d.uid AS derivation_uid, u.role AS role,
-       d.method AS method, d.available_by AS available_by,
-       EXISTS { (d)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= $known_at } AS retracted,
+WITH d, collect({input: vid, role: u.role}) AS inputs
+RETURN d.id AS derivation, d.uid AS derivation_uid, d.method AS method, inputs,
        COLLECT {
          MATCH (d)<-[e:EVIDENCED_BY]-(out:Fact)
          WHERE e.recorded_at <= $known_at
-         RETURN out.version_id
+         RETURN {version_id: out.version_id,
+                 anchored: EXISTS {
+                   MATCH (out)-[o:EVIDENCED_BY]->(p:Source)
+                   WHERE NOT p:Derivation AND o.recorded_at <= $known_at
+                     AND ($origin IS NULL OR p.uid <> $origin)
+                     AND NOT EXISTS { (p)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= $known_at }
+                 },
+                 derivations: COUNT { (out)-[:EVIDENCED_BY]->(:Derivation) }}
        } AS outputs
 
-// name: lineage.fact_info
-// What impact needs to know about each fact: its key, its evidence, its status records.
+// name: lineage.fact_labels
+// What a report or a drawing shows of each fact: its key and publication time.
 UNWIND $version_ids AS vid
 MATCH (f:Fact {version_id: vid})-[:VERSION_OF]->(k:FactKey)
 WHERE f.tenant = $tenant AND f.scope = $scope
 RETURN vid AS version_id, k.entity AS entity, k.attribute AS attribute, k.period AS period,
-       f.available_by AS available_by,
-       EXISTS { (f)<-[:INVALIDATES]-(x:Invalidation) WHERE x.recorded_at <= $known_at } AS invalidated,
-       EXISTS {
-         MATCH (f)-[:VERSION_OF]->(k)<-[:VERSION_OF]-(newer:Fact)-[:EVIDENCED_BY]->(s:Source)
+       f.available_by AS available_by
+
+// name: lineage.superseded
+// Whether a version has been superseded by K: a later version of its key, still
+// standing, from one of its publishers (its consumers are then stale, not invalid).
+MATCH (f:Fact {version_id: $version_id})-[:VERSION_OF]->(k:FactKey)
+WHERE f.tenant = $tenant AND f.scope = $scope
+RETURN EXISTS {
+         MATCH (k)<-[:VERSION_OF]-(newer:Fact)-[:EVIDENCED_BY]->(s:Source)
          WHERE newer.available_by > f.available_by AND newer.recorded_at <= $known_at
            AND newer.erased_at IS NULL
            AND NOT EXISTS { (newer)<-[:INVALIDATES]-(y:Invalidation) WHERE y.recorded_at <= $known_at }
            AND s.publisher IN COLLECT { MATCH (f)-[:EVIDENCED_BY]->(p:Source) RETURN p.publisher }
-       } AS superseded,
-       COLLECT {
-         MATCH (f)-[e:EVIDENCED_BY]->(s:Source)
-         WHERE e.recorded_at <= $known_at
-         RETURN {uid: s.uid, id: s.id, derivation: s:Derivation,
-                 retracted: EXISTS { (s)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= $known_at }}
-       } AS evidence
+       } AS superseded
 
 // name: lineage.upstream_step
 // One step up from a frontier of facts: each fact's evidence, and for derivations

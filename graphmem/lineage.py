@@ -132,69 +132,73 @@ def refuse_cycles(tx: Tx, scope: Scope, inputs: list[str], output: str) -> None:
 # ---------------------------------------------------------------- impact
 
 
-def _walk(tx: Tx, scope: Scope, roots: list[str], origin: str, known_at: Any,
-          max_depth: int | None) -> tuple[nx.DiGraph, bool]:
-    """The downstream subgraph as a DiGraph: origin -> facts -> derivations -> facts ..."""
+def _walk(tx: Tx, scope: Scope, roots: list[dict[str, Any]], origin: str, origin_uid: str | None,
+          known_at: Any, max_depth: int | None, prune: bool = True) -> tuple[nx.DiGraph, bool]:
+    """The affected subgraph as a DiGraph: origin -> facts -> derivations -> facts ...
+
+    One Cypher step per level. Anchored facts (other live, non-derived evidence) are
+    kept as leaves but not walked below (unless ``prune`` is off, for a full downstream
+    drawing): nothing under them can be affected, so the cost follows the affected set.
+    """
     params = scope_params(scope)
     graph = nx.DiGraph()
     graph.add_node(origin, kind="origin")
-    for vid in roots:
-        graph.add_edge(origin, f"f:{vid}")
-    frontier, depth, truncated = list(roots), 1, False
+    for root in roots:
+        graph.add_node(f"f:{root['version_id']}", kind="fact", anchored=root["anchored"],
+                       derivations=root["derivations"])
+        graph.add_edge(origin, f"f:{root['version_id']}")
+    frontier = sorted(r["version_id"] for r in roots if not r["anchored"])
+    depth, truncated = 1, False
     while frontier:
+        step = dict(version_ids=frontier, known_at=known_at, origin=origin_uid, **params)
         if max_depth is not None and depth + 2 > max_depth:
-            # Cut here; say so only if something really lies below.
-            truncated = bool(tx.run("lineage.downstream_step", version_ids=frontier,
-                                    known_at=known_at, **params))
+            truncated = bool(tx.run("lineage.downstream_step", **step))  # cut only if something lies below
             break
-        rows = tx.run("lineage.downstream_step", version_ids=frontier, known_at=known_at, **params)
         nxt = []
-        for r in rows:
+        for r in tx.run("lineage.downstream_step", **step):
             d = f"d:{r['derivation'].removeprefix('derivation:')}"
-            graph.add_node(d, kind="derivation", method=r["method"], uid=r["derivation_uid"],
-                           retracted=r["retracted"])
-            graph.add_edge(f"f:{r['input']}", d, role=r["role"])
+            graph.add_node(d, kind="derivation", method=r["method"], uid=r["derivation_uid"])
+            for i in r["inputs"]:
+                graph.add_edge(f"f:{i['input']}", d, role=i["role"])
             for out in r["outputs"]:
-                if f"f:{out}" not in graph:
-                    nxt.append(out)
-                graph.add_edge(d, f"f:{out}")
+                node = f"f:{out['version_id']}"
+                if node not in graph and not (prune and out["anchored"]):
+                    nxt.append(out["version_id"])
+                graph.add_node(node, kind="fact", anchored=out["anchored"], derivations=out["derivations"])
+                graph.add_edge(d, node)
         frontier, depth = sorted(set(nxt)), depth + 2
     return graph, truncated
 
 
-def _decide(graph: nx.DiGraph, info: dict[str, dict[str, Any]], origin_kind: str,
-            origin_uid: str | None) -> dict[str, Reason]:
-    """Each node's fate, in topological order (inputs are decided before consumers)."""
-    fate: dict[str, Reason] = {}
-    invalid_sources = {origin_uid} if origin_uid else set()
+def _decide(graph: nx.DiGraph, version_origin: bool, superseded: bool) -> dict[str, Reason | None]:
+    """Each node's fate, in topological order (inputs are decided before consumers).
+
+    A derivation is invalid when an input is, stale when an input is stale. A fact is
+    invalid when it is not anchored and every derivation evidencing it is invalid (the
+    origin's own facts: when they have no other evidence that survives); stale when
+    one of its derivations is stale; else it survives. None: not affected at all.
+    """
+    fate: dict[str, Reason | None] = {}
     for node in nx.topological_sort(graph):
-        kind = graph.nodes[node].get("kind")
-        if kind == "origin":
+        data = graph.nodes[node]
+        parents = {fate[p] for p in graph.predecessors(node)}
+        if data["kind"] == "origin":
             fate[node] = "origin"
-            continue
-        parents = [fate.get(p) for p in graph.predecessors(node)]
-        if kind == "derivation":
-            if "invalid" in parents or "origin" in parents:
+        elif data["kind"] == "derivation":
+            fate[node] = ("invalid" if parents & {"invalid", "origin"}
+                          else "stale" if "stale" in parents else None)
+        elif not parents & {"invalid", "stale", "origin"}:
+            fate[node] = None
+        elif "origin" in parents and version_origin:
+            fate[node] = "stale" if superseded else "invalid"
+        elif data["anchored"]:
+            fate[node] = "survives"
+        else:
+            dead = sum(1 for p in graph.predecessors(node) if fate[p] == "invalid")
+            if dead >= data["derivations"]:
                 fate[node] = "invalid"
-                invalid_sources.add(graph.nodes[node]["uid"])
-            elif "stale" in parents:
-                fate[node] = "stale"
-            continue
-        vid = node[2:]
-        facts = info.get(vid, {})
-        if any(p == "origin" for p in parents) and origin_kind == "version":
-            fate[node] = "stale" if facts.get("superseded") else "invalid"
-            continue
-        if "invalid" in parents:
-            live = [e for e in facts.get("evidence", [])
-                    if not e["retracted"] and e["uid"] not in invalid_sources]
-            fate[node] = "survives" if live else "invalid"
-        elif "stale" in parents:
-            fate[node] = "stale"
-        elif "origin" in parents:  # a fact of the retracted source itself
-            live = [e for e in facts.get("evidence", [])
-                    if not e["retracted"] and e["uid"] not in invalid_sources]
-            fate[node] = "survives" if live else "invalid"
+            else:
+                fate[node] = "stale" if "stale" in parents else "survives"
     return fate
 
 
@@ -204,36 +208,36 @@ def impact(tx: Tx, scope: Scope, *, source_id: str | None, version_id: str | Non
     params = scope_params(scope)
     if (source_id is None) == (version_id is None):
         raise InputError("impact", "give exactly one of source_id= or version_id=")
+    superseded = False
     if source_id is not None:
-        s_uid = source_uid(scope, source_id)
-        origin = f"s:{source_id}"
-        roots = [r["version_id"] for r in tx.run("lineage.source_facts", uid=s_uid,
-                                                  known_at=known_at, **params)]
+        s_uid, origin = source_uid(scope, source_id), f"s:{source_id}"
+        roots = tx.run("lineage.source_facts", uid=s_uid, known_at=known_at, **params)
         if not roots and not tx.run("source.get_many", uids=[s_uid], **params):
             raise NotFoundError(f"no source {source_id!r} in scope {scope.id}")
-        graph, truncated = _walk(tx, scope, roots, origin, known_at, max_depth)
     else:
-        s_uid = None
-        origin = f"v:{version_id}"
-        graph, truncated = _walk(tx, scope, [version_id], origin, known_at, max_depth)
-    fact_ids = [n[2:] for n in graph if n.startswith("f:")]
-    info = {r["version_id"]: r for r in tx.run("lineage.fact_info", version_ids=fact_ids,
-                                                known_at=known_at, **params)}
-    if version_id is not None and version_id not in info:
-        raise NotFoundError(f"no version {version_id} in scope {scope.id}")
-    fate = _decide(graph, info, "source" if source_id else "version", s_uid)
+        s_uid, origin = None, f"v:{version_id}"
+        row = tx.one("lineage.superseded", version_id=version_id, known_at=known_at, **params)
+        if row is None:
+            raise NotFoundError(f"no version {version_id} in scope {scope.id}")
+        superseded = row["superseded"]
+        roots = [{"version_id": version_id, "anchored": False, "derivations": 0}]
+    graph, truncated = _walk(tx, scope, roots, origin, s_uid, known_at, max_depth)
+    fate = _decide(graph, version_id is not None, superseded)
+    affected = [n for n, r in fate.items() if r not in (None, "origin")]
+    labels = {r["version_id"]: r for r in tx.run(
+        "lineage.fact_labels", version_ids=[n[2:] for n in affected if n.startswith("f:")], **params)}
     if cutoff is not None:  # only what was public by the cutoff
-        fate = {n: r for n, r in fate.items()
-                if not n.startswith("f:") or native(info[n[2:]]["available_by"]) <= cutoff}
-    affected = [n for n, r in fate.items() if r != "origin"]
+        affected = [n for n in affected
+                    if not n.startswith("f:") or native(labels[n[2:]]["available_by"]) <= cutoff]
+    paths = nx.single_source_shortest_path(graph, origin)  # one BFS for every item's path
     items = []
     for node in affected:
-        path = nx.shortest_path(graph, origin, node)
         if node.startswith("f:"):
-            f = info[node[2:]]
+            f = labels[node[2:]]
             label = f"{f['entity']} {f['attribute']} {f['period']}"
         else:
             label = f"{graph.nodes[node]['method']}"
+        path = paths[node]
         items.append(ImpactItem(kind="fact" if node.startswith("f:") else "derivation",
                                 id=node[2:], depth=len(path) - 1, reason=fate[node],
                                 path=tuple(p[2:] for p in path), label=label))
@@ -263,7 +267,8 @@ def lineage_graph(tx: Tx, scope: Scope, version_id: str, direction: str,
     params = scope_params(scope)
     graph = nx.DiGraph()
     if direction == "downstream":
-        walked, _ = _walk(tx, scope, [version_id], f"v:{version_id}", known_at, max_depth)
+        root = [{"version_id": version_id, "anchored": False, "derivations": 0}]
+        walked, _ = _walk(tx, scope, root, f"v:{version_id}", None, known_at, max_depth, prune=False)
         walked.remove_node(f"v:{version_id}")
         graph.update(walked)
     elif direction == "upstream":
@@ -288,7 +293,7 @@ def lineage_graph(tx: Tx, scope: Scope, version_id: str, direction: str,
     else:
         raise InputError("direction", "must be 'upstream' or 'downstream'")
     facts = [n[2:] for n in graph if n.startswith("f:")]
-    for r in tx.run("lineage.fact_info", version_ids=facts, known_at=known_at, **params):
+    for r in tx.run("lineage.fact_labels", version_ids=facts, **params):
         graph.nodes[f"f:{r['version_id']}"].update(
             kind="fact", entity=r["entity"], attribute=r["attribute"], period=r["period"])
     for node, data in graph.nodes(data=True):
