@@ -504,8 +504,10 @@ class Memory:
                        method=method, method_version=method_version, params=params_text,
                        cutoff=cutoff, inputs=rows, **facts.scope_params(scope))
             out = output.model_copy(update={"sources": (source.id,), "available_by": available_by})
-            vid = facts.write_facts(tx, scope, [out], at).version_ids[0]
-            lineage.refuse_cycles(tx, scope, [r["version_id"] for r in rows], vid)
+            written = facts.write_facts(tx, scope, [out], at)
+            vid = written.version_ids[0]
+            if not written.created:  # only an existing version can lie upstream of an input
+                lineage.refuse_cycles(tx, scope, [r["version_id"] for r in rows], vid)
             return facts.versions_by_id(tx, scope, [vid])[0]
 
         return self.write(scope, "derive", work)
