@@ -16,6 +16,7 @@ import threading
 from decimal import Decimal
 
 import pytest
+from world import FAR, Q1, Q2, Q3, Q4, US, UTC, World, t  # noqa: F401 - shared test world
 
 from graphmem import (
     Authority,
@@ -25,60 +26,12 @@ from graphmem import (
     InputError,
     Memory,
     NotFoundError,
-    Period,
     Require,
     RetryPolicy,
     Scope,
     ScopeError,
     Source,
 )
-
-UTC = dt.UTC
-US = dt.timedelta(microseconds=1)
-Q1 = Period(start=dt.date(2024, 1, 1), end=dt.date(2024, 3, 31))
-Q2 = Period(start=dt.date(2024, 4, 1), end=dt.date(2024, 6, 30))
-Q3 = Period(start=dt.date(2024, 7, 1), end=dt.date(2024, 9, 30))
-Q4 = Period(start=dt.date(2024, 10, 1), end=dt.date(2024, 12, 31))
-FAR = dt.datetime(2100, 1, 1, tzinfo=UTC)
-
-
-def t(text: str) -> dt.datetime:
-    """A UTC instant from ``YYYY-MM-DD`` or ``YYYY-MM-DDTHH:MM``."""
-    return dt.datetime.fromisoformat(text).replace(tzinfo=UTC)
-
-
-class World:
-    """A memory and a tenant with short helpers, so each scenario reads like a story."""
-
-    def __init__(self, mem: Memory, scope: Scope, entities: tuple[str, ...] = ("acme",)):
-        self.mem = mem
-        self.scope = scope
-        for entity in entities:
-            mem.put_entity(scope, Entity(id=entity, name=entity.title(), kind="company"))
-
-    def source(self, sid: str, available_by: dt.datetime, authority: str = "primary",
-               publisher: str | None = None, kind: str = "filing") -> Source:
-        src = Source(id=sid, kind=kind, authority=Authority(authority),
-                     available_by=available_by, publisher=publisher, uri=f"https://example.test/{sid}")
-        self.mem.record_source(self.scope, src)
-        return src
-
-    def fact_in(self, value, *sources: str, period: Period = Q1, entity: str = "acme",
-                attribute: str = "revenue", unit: str = "USD", **kw) -> FactIn:
-        return FactIn(entity=entity, attribute=attribute, value=value, period=period,
-                      sources=sources, unit=unit, **kw)
-
-    def fact(self, value, *sources: str, expected_revision: int | None = None, **kw):
-        return self.mem.assert_fact(self.scope, self.fact_in(value, *sources, **kw),
-                                    expected_revision=expected_revision)
-
-    def read(self, cutoff: dt.datetime, known_at: dt.datetime | None = None, *,
-             period: Period | None = Q1, entity: str = "acme", attribute: str = "revenue", **kw):
-        return self.mem.as_of(self.scope, entity=entity, attribute=attribute, period=period,
-                              cutoff=cutoff, known_at=known_at, **kw)
-
-    def history(self, period: Period | None = Q1, entity: str = "acme", attribute: str = "revenue"):
-        return self.mem.history(self.scope, entity=entity, attribute=attribute, period=period)
 
 
 @pytest.fixture

@@ -14,18 +14,16 @@ from decimal import Decimal
 
 import neo4j
 import pytest
+from world import FAR, Q1, Q2, Q3, Q4, US, UTC, World, t  # noqa: F401 - shared test world
 
 import graphmem.db as gdb
 from graphmem import (
     Authority,
     ConcurrentWriteError,
     EchoError,
-    Entity,
-    ExperienceIn,
     FactIn,
     InputError,
     Memory,
-    Period,
     Require,
     RetryPolicy,
     Scope,
@@ -33,48 +31,6 @@ from graphmem import (
     Source,
     TaskStateIn,
 )
-
-UTC = dt.UTC
-US = dt.timedelta(microseconds=1)
-Q1 = Period(start=dt.date(2024, 1, 1), end=dt.date(2024, 3, 31))
-Q2 = Period(start=dt.date(2024, 4, 1), end=dt.date(2024, 6, 30))
-FAR = dt.datetime(2100, 1, 1, tzinfo=UTC)
-
-
-def t(text: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(text).replace(tzinfo=UTC)
-
-
-class World:
-    """A tenant with short helpers: entities acme (ticker ACME) and globex."""
-
-    def __init__(self, mem: Memory, scope: Scope):
-        self.mem, self.scope = mem, scope
-        mem.put_entity(scope, Entity(id="acme", name="Acme Corp", aliases=("ACME",)))
-        mem.put_entity(scope, Entity(id="globex", name="Globex", aliases=("GBX",)))
-
-    def source(self, sid: str, available_by: dt.datetime, authority: str = "primary",
-               publisher: str | None = None, kind: str = "filing", title: str | None = None):
-        src = Source(id=sid, kind=kind, authority=Authority(authority), publisher=publisher,
-                     available_by=available_by, uri=f"https://example.test/{sid}", title=title)
-        self.mem.record_source(self.scope, src)
-        return src
-
-    def fact(self, value, *sources: str, attribute: str = "revenue", period: Period = Q1,
-             entity: str = "acme", unit: str = "USD"):
-        return self.mem.assert_fact(self.scope, FactIn(
-            entity=entity, attribute=attribute, value=value, period=period, unit=unit,
-            sources=sources))
-
-    def experience(self, *evidence: str, outcome: str | None = "the retry succeeded",
-                   trigger: str = "card payment declined with error E-4012 insufficient funds",
-                   **kw):
-        return self.mem.remember_experience(self.scope, ExperienceIn(
-            trigger=trigger, procedure=("wait one minute", "retry with a smaller amount"),
-            outcome=outcome, evidence=evidence, **kw))
-
-    def search(self, text: str | None = None, **kw):
-        return self.mem.search(self.scope, text=text, **kw)
 
 
 @pytest.fixture

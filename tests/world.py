@@ -1,0 +1,68 @@
+"""The shared test world: a tenant with named entities and short helpers, and the
+instants the scenarios use, so each scenario reads like a story."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from graphmem import Authority, Entity, ExperienceIn, FactIn, Memory, Period, Scope, Source
+
+UTC = dt.UTC
+US = dt.timedelta(microseconds=1)
+Q1 = Period(start=dt.date(2024, 1, 1), end=dt.date(2024, 3, 31))
+Q2 = Period(start=dt.date(2024, 4, 1), end=dt.date(2024, 6, 30))
+Q3 = Period(start=dt.date(2024, 7, 1), end=dt.date(2024, 9, 30))
+Q4 = Period(start=dt.date(2024, 10, 1), end=dt.date(2024, 12, 31))
+FAR = dt.datetime(2100, 1, 1, tzinfo=UTC)
+ENTITIES = {
+    "acme": Entity(id="acme", name="Acme Corp", kind="company", aliases=("ACME",)),
+    "globex": Entity(id="globex", name="Globex", kind="company", aliases=("GBX",)),
+}
+
+
+def t(text: str) -> dt.datetime:
+    """A UTC instant from ``YYYY-MM-DD`` or ``YYYY-MM-DDTHH:MM``."""
+    return dt.datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+class World:
+    """A memory and a tenant holding the entities acme (ticker ACME) and globex (GBX)."""
+
+    def __init__(self, mem: Memory, scope: Scope, entities: tuple[str, ...] = ("acme", "globex")):
+        self.mem, self.scope = mem, scope
+        for entity in entities:
+            mem.put_entity(scope, ENTITIES[entity])
+
+    def source(self, sid: str, available_by: dt.datetime, authority: str = "primary",
+               publisher: str | None = None, kind: str = "filing", title: str | None = None) -> Source:
+        src = Source(id=sid, kind=kind, authority=Authority(authority), publisher=publisher,
+                     available_by=available_by, uri=f"https://example.test/{sid}", title=title)
+        self.mem.record_source(self.scope, src)
+        return src
+
+    def fact_in(self, value, *sources: str, period: Period = Q1, entity: str = "acme",
+                attribute: str = "revenue", unit: str = "USD", **kw) -> FactIn:
+        return FactIn(entity=entity, attribute=attribute, value=value, period=period,
+                      sources=sources, unit=unit, **kw)
+
+    def fact(self, value, *sources: str, expected_revision: int | None = None, **kw):
+        return self.mem.assert_fact(self.scope, self.fact_in(value, *sources, **kw),
+                                    expected_revision=expected_revision)
+
+    def read(self, cutoff: dt.datetime, known_at: dt.datetime | None = None, *,
+             period: Period | None = Q1, entity: str = "acme", attribute: str = "revenue", **kw):
+        return self.mem.as_of(self.scope, entity=entity, attribute=attribute, period=period,
+                              cutoff=cutoff, known_at=known_at, **kw)
+
+    def history(self, period: Period | None = Q1, entity: str = "acme", attribute: str = "revenue"):
+        return self.mem.history(self.scope, entity=entity, attribute=attribute, period=period)
+
+    def experience(self, *evidence: str, outcome: str | None = "the retry succeeded",
+                   trigger: str = "card payment declined with error E-4012 insufficient funds",
+                   **kw):
+        return self.mem.remember_experience(self.scope, ExperienceIn(
+            trigger=trigger, procedure=("wait one minute", "retry with a smaller amount"),
+            outcome=outcome, evidence=evidence, **kw))
+
+    def search(self, text: str | None = None, **kw):
+        return self.mem.search(self.scope, text=text, **kw)
