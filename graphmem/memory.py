@@ -88,7 +88,9 @@ class Memory:
         clock: Clock | None = None,
         chunk_size: int = 500,
     ):
-        self._db = Database(driver, database, retry)
+        # Always name the database: the driver then skips resolving the user's home
+        # database before each session (a round trip on clusters and Aura).
+        self._db = Database(driver, database or "neo4j", retry)
         self._required = tuple(required_scope)
         self._clock = clock
         self._chunk_size = chunk_size
