@@ -31,7 +31,9 @@ ORDER BY name
 MERGE (c:GraphmemClock {id: $tenant})
 ON CREATE SET c.last = datetime('1970-01-01T00:00:00Z')
 SET c.lock = true
-WITH c, datetime.truncate('microsecond', coalesce($now, datetime.transaction())) AS now
+// Stamped after the lock is held (realtime, not the transaction's start), so a writer
+// that waited for another is not stamped before it.
+WITH c, datetime.truncate('microsecond', coalesce($now, datetime.realtime())) AS now
 SET c.last = CASE WHEN now > c.last THEN now ELSE c.last + duration({nanoseconds: 1000}) END
 RETURN c.last AS recorded_at
 
@@ -50,3 +52,7 @@ CALL () {
          sum(COUNT { (f)-[:EVIDENCED_BY]->(:Source) }) AS evidence
 }
 RETURN entities, sources, derivations, keys, versions, evidence
+
+// name: admin.now
+// The server's clock: the default known_at of reads that take it as a parameter.
+RETURN datetime.realtime() AS now

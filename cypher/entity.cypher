@@ -9,14 +9,15 @@ RETURN e.id AS id
 // name: entity.get
 MATCH (e:Entity {uid: $uid})
 WHERE e.tenant = $tenant AND e.scope = $scope
-RETURN e.id AS id, e.name AS name, e.kind AS kind, coalesce(e.aliases, []) AS aliases
+RETURN e.id AS id, e.name AS name, e.kind AS kind, coalesce(e.aliases, []) AS aliases,
+       e.erased_at IS NOT NULL AS erased
 
 // name: entity.missing
 // Which of these entity uids do not exist in the scope (an assertion needs its entity).
 UNWIND $uids AS uid
 OPTIONAL MATCH (e:Entity {uid: uid})
 WITH uid, e
-WHERE e IS NULL OR e.tenant <> $tenant OR e.scope <> $scope
+WHERE e IS NULL OR e.tenant <> $tenant OR e.scope <> $scope OR e.erased_at IS NOT NULL
 RETURN uid
 
 // name: source.get_many

@@ -110,11 +110,6 @@ MATCH (e:Entity {uid: key.entity_uid})
 MERGE (k)-[:ABOUT]->(e)
 RETURN k.uid AS uid, k.revision AS revision, COUNT { (k)<-[:VERSION_OF]-(:Fact) } AS versions
 
-// name: fact.key_revision
-MATCH (k:FactKey {uid: $uid})
-WHERE k.tenant = $tenant AND k.scope = $scope
-RETURN k.revision AS revision
-
 // name: fact.create_versions
 // New versions, each with its first evidence edge; bumps the key's revision.
 UNWIND $rows AS row

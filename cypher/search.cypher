@@ -57,7 +57,7 @@ RETURN count(m) AS indexed
 // no row for a new entity.
 MATCH (e:Entity {uid: $uid})
 WHERE e.tenant = $tenant AND e.scope = $scope
-RETURN e.name AS name, e.kind AS kind, e.aliases AS aliases
+RETURN e.name AS name, e.kind AS kind, e.aliases AS aliases, e.erased_at IS NOT NULL AS erased
 
 // name: search.about_entity
 // Every fact version and memory about an entity (their text includes its names).

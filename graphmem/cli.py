@@ -117,7 +117,8 @@ def migrate(as_json: bool) -> None:
 
 
 def _connect(start: bool = False) -> Memory:
-    """$GRAPHMEM_NEO4J_URI if set; else the local launcher (started when ``start``)."""
+    """$GRAPHMEM_NEO4J_URI if set; else the local launcher of $GRAPHMEM_HOME (started when
+    ``start``), with the password `server start` was given through $GRAPHMEM_NEO4J_PASSWORD."""
     if os.environ.get("GRAPHMEM_NEO4J_URI"):
         return Memory.from_env()
     cfg = srv.ServerConfig()
@@ -127,7 +128,9 @@ def _connect(start: bool = False) -> Memory:
             raise ServerError("no Neo4j: set GRAPHMEM_NEO4J_URI or run `graphmem server start`")
         click.echo(f"starting Neo4j (embedded launcher, home {cfg.home}) ...", err=True)
         st = srv.start(cfg)
-    return Memory.connect(st.uri or cfg.uri)
+    password = os.environ.get("GRAPHMEM_NEO4J_PASSWORD")  # as `server start` used it
+    auth = (os.environ.get("GRAPHMEM_NEO4J_USER", "neo4j"), password) if password else None
+    return Memory.connect(st.uri or cfg.uri, auth)
 
 
 def _scope(tenant: str, keys: tuple[str, ...]) -> Scope:

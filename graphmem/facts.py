@@ -149,6 +149,8 @@ def tick(tx: Tx, scope: Scope, now: dt.datetime | None) -> dt.datetime:
 def put_entity(tx: Tx, scope: Scope, entity: Entity, recorded_at: Any) -> None:
     uid = entity_uid(scope, entity.id)
     before = indexing.entity_before(tx, scope, uid)  # search text names the entity
+    if before is not None and before["erased"]:
+        raise InputError(f"entity {entity.id!r}", "was erased; an erased entity is not brought back")
     tx.run(
         "entity.put",
         uid=uid,
@@ -230,7 +232,7 @@ def _assertions(tx: Tx, scope: Scope, facts: Sequence[FactIn], offset: int) -> l
         where = f"facts[{row + offset}]"
         if entity_uid(scope, fact.entity) in missing_entities:
             raise InputError(
-                f"{where}.entity", f"entity {fact.entity!r} not found in scope; put_entity first"
+                f"{where}.entity", f"entity {fact.entity!r} not found in scope (or erased); put_entity first"
             )
         if not fact.sources:
             raise InputError(f"{where}.sources", "a fact needs at least one source")
@@ -315,6 +317,7 @@ def write_facts(
     empty = {row["uid"] for row in merged if row["versions"] == 0}
     result = ChunkResult(version_ids=[""] * len(facts))
     outcome: dict[str, str] = {}  # idempotency key -> the version it landed on
+    touched: set[str] = set()  # versions created or given new evidence here
     for batch in _rounds(assertions):
         decisions = _decide(tx, params, batch, recorded_at, empty)
         empty -= {a.key.uid for a in batch}
@@ -325,6 +328,7 @@ def write_facts(
             if action == "unchanged":
                 result.unchanged += 1
                 continue
+            touched.add(target)
             item = {"key_uid": a.key.uid, "source_uid": a.source_uid, "idem": a.idem,
                     "available_by": a.available_by, "version_id": target}
             if action == "evidence":
@@ -341,7 +345,7 @@ def write_facts(
     result.unchanged += len(assertions) - len(outcome)  # repeats within this chunk
     for a in assertions:
         result.version_ids[a.row] = outcome[a.idem]
-    indexing.index_facts(tx, scope, outcome.values())  # new versions and new evidence
+    indexing.index_facts(tx, scope, touched)  # new versions and new evidence only
     return result
 
 
@@ -469,7 +473,7 @@ def pick_latest(answers: list[Answer], entity: str, attribute: str, cutoff: dt.d
             entity=entity,
             attribute=attribute,
             cutoff=cutoff,
-            known_at=answers[0].known_at if answers else (known_at or dt.datetime.now(dt.UTC)),
+            known_at=answers[0].known_at if answers else known_at,
             explain=explain,
         )
 

@@ -76,9 +76,11 @@ class ImpactReport(BaseModel):
         return "\n".join(lines)
 
 
-def derivation_id(method: str, method_version: str, params: dict[str, Any],
+def derivation_id(method: str, method_version: str, params_text: str,
                   inputs: list[dict[str, Any]], output_key: str) -> str:
-    return digest(method, method_version, params, inputs, output_key, prefix="drv_")
+    """Stable id of a derivation: the same method, parameters (canonical JSON), inputs
+    and output key always name the same derivation, so re-deriving changes nothing."""
+    return digest(method, method_version, params_text, inputs, output_key, prefix="drv_")
 
 
 def normalise_inputs(inputs: dict[str, str | Sequence[str]]) -> list[dict[str, Any]]:
@@ -203,8 +205,13 @@ def _decide(graph: nx.DiGraph, version_origin: bool, superseded: bool) -> dict[s
 
 
 def impact(tx: Tx, scope: Scope, *, source_id: str | None, version_id: str | None,
-           max_depth: int | None, cutoff: dt.datetime | None, known_at: Any) -> ImpactReport:
-    """Everything downstream of a source (as if retracted) or a version (as if invalidated)."""
+           max_depth: int | None, cutoff: dt.datetime | None, known_at: Any,
+           as_invalid: bool = False) -> ImpactReport:
+    """Everything downstream of a source (as if retracted) or a version.
+
+    A version origin that has been superseded makes its consumers ``stale``; otherwise,
+    or with ``as_invalid`` (an invalidation), they are ``invalid``.
+    """
     params = scope_params(scope)
     if (source_id is None) == (version_id is None):
         raise InputError("impact", "give exactly one of source_id= or version_id=")
@@ -219,7 +226,7 @@ def impact(tx: Tx, scope: Scope, *, source_id: str | None, version_id: str | Non
         row = tx.one("lineage.superseded", version_id=version_id, known_at=known_at, **params)
         if row is None:
             raise NotFoundError(f"no version {version_id} in scope {scope.id}")
-        superseded = row["superseded"]
+        superseded = row["superseded"] and not as_invalid
         roots = [{"version_id": version_id, "anchored": False, "derivations": 0}]
     graph, truncated = _walk(tx, scope, roots, origin, s_uid, known_at, max_depth)
     fate = _decide(graph, version_id is not None, superseded)
@@ -254,7 +261,7 @@ def impact(tx: Tx, scope: Scope, *, source_id: str | None, version_id: str | Non
 
 def retraction_targets(report: ImpactReport, scope: Scope) -> list[str]:
     """Source uids to retract for a report: the invalid derivations."""
-    return [digest(scope.id, "source", f"derivation:{i.id}") for i in report.items
+    return [source_uid(scope, f"derivation:{i.id}") for i in report.items
             if i.kind == "derivation" and i.reason == "invalid"]
 
 

@@ -137,6 +137,13 @@ class Memory:
         """Apply the schema (idempotent, safe to race); return the recorded schema version."""
         return schema.migrate(self._db)
 
+    def server_now(self) -> dt.datetime:
+        """The server's clock, which stamps every recorded_at: the default known_at.
+
+        Reads default to it rather than to this machine's clock, which may run behind
+        the server's (Aura, a cluster) and would hide the latest writes."""
+        return facts.native(self._db.read_one("admin.now")["now"])
+
     def schema_version(self) -> int:
         return schema.current_version(self._db)
 
@@ -237,7 +244,7 @@ class Memory:
             )
             # Derived facts built on it are invalid too: retract their derivations.
             report = lineage.impact(tx, scope, source_id=None, version_id=version_id,
-                                    max_depth=None, cutoff=None, known_at=at)
+                                    max_depth=None, cutoff=None, known_at=at, as_invalid=True)
             tx.run("lifecycle.retract", uids=lineage.retraction_targets(report, scope),
                    record_id=digest(version_id, at, prefix="ret_"), reason=reason, by=by,
                    cause=f"version:{version_id}", recorded_at=at, **facts.scope_params(scope))
@@ -382,6 +389,8 @@ class Memory:
         answers = self._db.read(
             lambda tx: facts.read_answers(tx, scope, selector, cutoff, known_at, require), "as_of"
         )
+        if not answers and known_at is None:  # nothing matched: say when we looked
+            known_at = self.server_now()
         return facts.pick_latest(answers, entity, attribute, cutoff, known_at)
 
     def facts_as_of(
@@ -448,7 +457,9 @@ class Memory:
         scope = self.scope(scope)
         row = self._db.read_one("entity.get", uid=facts.entity_uid(scope, entity_id),
                                 **facts.scope_params(scope))
-        return Entity(**{**row, "aliases": tuple(row["aliases"])}) if row else None
+        if row is None:
+            return None
+        return Entity(id=row["id"], name=row["name"], kind=row["kind"], aliases=tuple(row["aliases"]))
 
     def counts(self, scope: Scope) -> dict[str, int]:
         """How many entities, sources, derivations, fact keys, versions and evidence edges."""
@@ -496,17 +507,21 @@ class Memory:
 
         def work(tx: Tx, at: Any) -> FactVersion:
             available_by = lineage.check_inputs(tx, scope, rows, cutoff)
-            did = lineage.derivation_id(method, method_version, params, rows, key_uid)
+            did = lineage.derivation_id(method, method_version, params_text, rows, key_uid)
             source = Source(id=f"derivation:{did}", kind="derivation",
                             authority=Authority.DERIVED, publisher=f"method:{method}",
                             available_by=available_by,
                             title=f"{method} {method_version}")
-            if facts.record_source(tx, scope, source, at):
+            new = facts.record_source(tx, scope, source, at)
+            if new:
                 tx.run("lineage.mark_derivation", uid=facts.source_uid(scope, source.id),
                        method=method, method_version=method_version, params=params_text,
                        cutoff=cutoff, inputs=rows, **facts.scope_params(scope))
             out = output.model_copy(update={"sources": (source.id,), "available_by": available_by})
             written = facts.write_facts(tx, scope, [out], at)
+            if not new and written.created:
+                raise InputError("output", f"derivation {did} already produced another value from "
+                                 "these inputs; a changed formula needs a new method_version")
             vid = written.version_ids[0]
             if not written.created:  # only an existing version can lie upstream of an input
                 lineage.refuse_cycles(tx, scope, [r["version_id"] for r in rows], vid)
@@ -527,7 +542,7 @@ class Memory:
         """What lies downstream of a source (as if retracted) or a version (as if invalid)."""
         scope = self.scope(scope)
         cutoff = _aware("cutoff", cutoff)
-        known_at = _aware("known_at", known_at) or self._now() or dt.datetime.now(dt.UTC)
+        known_at = _aware("known_at", known_at) or self._now() or self.server_now()
         return self._db.read(
             lambda tx: lineage.impact(tx, scope, source_id=source_id, version_id=version_id,
                                       max_depth=max_depth, cutoff=cutoff, known_at=known_at),
@@ -561,7 +576,7 @@ class Memory:
                 max_depth: int | None = None) -> Any:
         """The lineage of a version as a ``networkx.DiGraph`` (edges from input to output)."""
         scope = self.scope(scope)
-        known_at = self._now() or dt.datetime.now(dt.UTC)
+        known_at = self._now() or self.server_now()
         return self._db.read(
             lambda tx: lineage.lineage_graph(tx, scope, version_id, direction, max_depth,
                                              known_at),
@@ -607,7 +622,7 @@ class Memory:
     def memories(self, scope: Scope, memory_ids: list[str]) -> list[Experience | TaskState]:
         """Experiences and task states by id (unknown ids are left out), as of now."""
         scope = self.scope(scope)
-        known_at = self._now() or dt.datetime.now(dt.UTC)
+        known_at = self._now() or self.server_now()
         found = self._db.read(lambda tx: governance.load_memories(
             tx, scope, memory_ids, known_at=known_at, cutoff=None), "memories")
         return [found[m] for m in memory_ids if m in found]

@@ -812,3 +812,14 @@ def test_decimals_compare_numerically_and_are_one_version(w):
     k2 = w.fact(Decimal("1E+3"), "d", attribute="employees", unit="")
     assert k1.version_id == k2.version_id
 
+
+
+def test_an_erased_entity_is_not_brought_back(w):
+    w.source("q1", t("2024-05-01"))
+    w.fact(Decimal("1"), "q1")
+    w.mem.erase(w.scope, entity="acme", reason="forget me")
+    with pytest.raises(InputError, match="erased"):
+        w.mem.put_entity(w.scope, Entity(id="acme", name="Acme Corp"))
+    with pytest.raises(InputError, match="erased"):
+        w.fact(Decimal("2"), "q1")
+    assert w.mem.entity(w.scope, "acme").name is None

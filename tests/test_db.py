@@ -39,14 +39,14 @@ def test_syntax_error_is_raised_at_once_with_the_statement_name(mem):
 
 def test_constraint_violation_is_raised_at_once(mem, scope):
     db, calls = _counting_db(
-        mem, "// name: test.create_entity\nCREATE (:Entity {uid: $uid, tenant: $tenant})\n"
+        mem, "// name: test.create_entity\nCREATE (:Entity {uid: $uid, tenant: $tenant, scope: $scope})\n"
     )
     uid = f"dup-{scope.tenant}"
-    db.write(lambda tx: tx.run("test.create_entity", uid=uid, tenant=scope.tenant))
+    db.write(lambda tx: tx.run("test.create_entity", uid=uid, tenant=scope.tenant, scope=scope.id))
 
     def again(tx):
         calls.append(1)
-        tx.run("test.create_entity", uid=uid, tenant=scope.tenant)
+        tx.run("test.create_entity", uid=uid, tenant=scope.tenant, scope=scope.id)
 
     with pytest.raises(StatementError, match="test.create_entity") as info:
         db.write(again)

@@ -135,3 +135,26 @@ def test_lineage_exports_a_networkx_graph(mem, scope, base, tmp_path):
     nx.write_graphml(up, tmp_path / "l.graphml")
     down = mem.lineage(scope, base["x"].version_id, "downstream")
     assert f"f:{s.version_id}" in down
+
+
+def test_invalidating_a_superseded_input_still_invalidates_what_was_derived(mem, scope, base):
+    s = derive(mem, scope, "s", 30, a=base["x"], b=base["y"])
+    mem.record_source(scope, Source(id="D", kind="report", authority="primary", publisher="E",
+                                    available_by=day(5)))
+    mem.assert_fact(scope, FactIn(entity="E", attribute="x", value=11, period=Q, unit="USD",
+                                  sources=("D",)))
+    mem.invalidate(scope, base["x"].version_id, "loader bug")
+    assert mem.as_of(scope, entity="E", attribute="s", cutoff=day(3)).status == "not_found"
+    assert mem.versions(scope, [s.version_id])[0].value == 30
+
+
+def test_rederiving_is_idempotent_and_a_changed_formula_needs_a_new_version(mem, scope, base):
+    args = dict(method="sum", method_version="1", inputs={"a": base["x"].version_id})
+    out = FactIn(entity="E", attribute="w", value=10, period=Q, unit="USD")
+    first = mem.derive(scope, params={"k": 1, "j": 2}, output=out, **args)
+    before = mem.counts(scope)
+    again = mem.derive(scope, params={"j": 2, "k": 1}, output=out, **args)
+    assert again.version_id == first.version_id and mem.counts(scope) == before
+    with pytest.raises(InputError, match="new method_version"):
+        mem.derive(scope, params={"k": 1, "j": 2}, output=FactIn(entity="E", attribute="w", value=11, period=Q, unit="USD"), **args)
+    assert mem.counts(scope) == before
