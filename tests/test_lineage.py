@@ -156,5 +156,6 @@ def test_rederiving_is_idempotent_and_a_changed_formula_needs_a_new_version(mem,
     again = mem.derive(scope, params={"j": 2, "k": 1}, output=out, **args)
     assert again.version_id == first.version_id and mem.counts(scope) == before
     with pytest.raises(InputError, match="new method_version"):
-        mem.derive(scope, params={"k": 1, "j": 2}, output=FactIn(entity="E", attribute="w", value=11, period=Q, unit="USD"), **args)
+        changed = FactIn(entity="E", attribute="w", value=11, period=Q, unit="USD")
+        mem.derive(scope, params={"k": 1, "j": 2}, output=changed, **args)
     assert mem.counts(scope) == before
