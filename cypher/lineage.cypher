@@ -78,12 +78,13 @@ RETURN d.id AS derivation, d.uid AS derivation_uid, d.method AS method, inputs,
        } AS outputs
 
 // name: lineage.fact_labels
-// What a report or a drawing shows of each fact: its key and publication time.
+// What a report or a drawing shows of each fact: its key, and its publication time
+// when a cutoff needs it (decoding thousands of datetimes is not free).
 UNWIND $version_ids AS vid
 MATCH (f:Fact {version_id: vid})-[:VERSION_OF]->(k:FactKey)
 WHERE f.tenant = $tenant AND f.scope = $scope
 RETURN vid AS version_id, k.entity AS entity, k.attribute AS attribute, k.period AS period,
-       f.available_by AS available_by
+       CASE WHEN $with_time THEN f.available_by END AS available_by
 
 // name: lineage.superseded
 // Whether a version has been superseded by K: a later version of its key, still

@@ -232,7 +232,8 @@ def impact(tx: Tx, scope: Scope, *, source_id: str | None, version_id: str | Non
     fate = _decide(graph, version_id is not None, superseded)
     affected = [n for n, r in fate.items() if r not in (None, "origin")]
     labels = {r["version_id"]: r for r in tx.run(
-        "lineage.fact_labels", version_ids=[n[2:] for n in affected if n.startswith("f:")], **params)}
+        "lineage.fact_labels", version_ids=[n[2:] for n in affected if n.startswith("f:")],
+        with_time=cutoff is not None, **params)}
     if cutoff is not None:  # only what was public by the cutoff
         affected = [n for n in affected
                     if not n.startswith("f:") or native(labels[n[2:]]["available_by"]) <= cutoff]
@@ -300,7 +301,7 @@ def lineage_graph(tx: Tx, scope: Scope, version_id: str, direction: str,
     else:
         raise InputError("direction", "must be 'upstream' or 'downstream'")
     facts = [n[2:] for n in graph if n.startswith("f:")]
-    for r in tx.run("lineage.fact_labels", version_ids=facts, **params):
+    for r in tx.run("lineage.fact_labels", version_ids=facts, with_time=False, **params):
         graph.nodes[f"f:{r['version_id']}"].update(
             kind="fact", entity=r["entity"], attribute=r["attribute"], period=r["period"])
     for node, data in graph.nodes(data=True):
