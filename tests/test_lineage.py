@@ -159,3 +159,10 @@ def test_rederiving_is_idempotent_and_a_changed_formula_needs_a_new_version(mem,
         changed = FactIn(entity="E", attribute="w", value=11, period=Q, unit="USD")
         mem.derive(scope, params={"k": 1, "j": 2}, output=changed, **args)
     assert mem.counts(scope) == before
+
+
+def test_impact_with_a_cutoff_lists_only_what_was_public_by_then(mem, scope, base):
+    s = derive(mem, scope, "s", 30, a=base["x"], b=base["y"])  # public from day 1
+    ids = {i.id for i in mem.impact(scope, source_id="A", cutoff=day(0)).items}
+    assert base["x"].version_id in ids and s.version_id not in ids
+    assert s.version_id in {i.id for i in mem.impact(scope, source_id="A", cutoff=day(1)).items}
