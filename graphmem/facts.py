@@ -12,6 +12,7 @@ import datetime as dt
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from . import echo, indexing
@@ -77,7 +78,7 @@ class KeySpec:
     def of(cls, scope: Scope, fact: FactIn) -> KeySpec:
         return cls(scope, fact.entity, fact.attribute, fact.unit, fact.definition, fact.period)
 
-    @property
+    @cached_property  # a hash, asked for many times per assertion
     def uid(self) -> str:
         return digest(
             self.scope.id, self.entity, self.attribute, self.unit, self.definition, self.period.text
@@ -121,7 +122,7 @@ class Assertion:
     value_num: float | None
     available_by: dt.datetime
 
-    @property
+    @cached_property
     def idem(self) -> str:
         return digest(self.key.uid, self.source_uid, self.value_type, self.value, self.available_by)
 

@@ -11,6 +11,7 @@ import datetime as dt
 import json
 from decimal import Decimal
 from enum import StrEnum
+from functools import cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -75,7 +76,7 @@ class Scope(BaseModel):
         """The scope keys beside the tenant."""
         return dict(self.__pydantic_extra__ or {})
 
-    @property
+    @cached_property  # used in every id and every statement's parameters
     def id(self) -> str:
         """A canonical text for the whole scope: equal scopes, and only they, have equal ids
         (JSON, so no tenant or key value can imitate a separator)."""
