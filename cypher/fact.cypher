@@ -74,7 +74,11 @@ RETURN r.i AS i, K AS known_at,
        k {.uid, .entity, .attribute, .unit, .definition, .period, .period_start, .period_end,
           .revision} AS key,
        CASE size(values) WHEN 0 THEN 'not_found' WHEN 1 THEN 'active' ELSE 'conflicted' END AS status,
-       [v IN final | {f: properties(v.f), live: v.live, rank: v.rank}] AS candidates,
+       // only what an answer shows of each candidate (rows are decoded in Python)
+       [v IN final | {f: {version_id: v.f.version_id, value: v.f.value, value_type: v.f.value_type,
+                          available_by: v.f.available_by, recorded_at: v.f.recorded_at,
+                          revision: v.f.revision, erased_at: v.f.erased_at},
+                      live: v.live, rank: v.rank}] AS candidates,
        {versions: size(stored),
         known_at: size(stored) - size(recorded),
         erased: size(recorded) - size(present),
@@ -84,7 +88,9 @@ RETURN r.i AS i, K AS known_at,
         evidence: size(live) - size(required),
         outranked: size(required) - size(kept),
         superseded: size(kept) - size(final)} AS explain,
-       head([v IN stored WHERE any(e IN v.ev WHERE e.idem = r.idem) | v.f.version_id]) AS already,
+       CASE WHEN r.idem IS NULL THEN null
+            ELSE head([v IN stored WHERE any(e IN v.ev WHERE e.idem = r.idem) | v.f.version_id])
+       END AS already,
        // which filter above removed each version (null: it is among the candidates), for
        // search explain and context trace; the same lists as `explain`, per version.
        [v IN stored | {version_id: v.f.version_id, by: CASE
@@ -125,7 +131,7 @@ CREATE (f:Fact {version_id: row.version_id, tenant: $tenant, scope: $scope,
 CREATE (f)-[:VERSION_OF]->(k)
 CREATE (f)-[:EVIDENCED_BY {idem: row.idem, available_by: row.available_by,
                            recorded_at: $recorded_at}]->(s)
-RETURN f.version_id AS version_id
+RETURN count(f) AS created
 
 // name: fact.add_evidence
 // More evidence for an existing version: the same value asserted by another source.
@@ -135,7 +141,7 @@ MATCH (s:Source {uid: row.source_uid})
 SET k.revision = k.revision + 1
 CREATE (f)-[:EVIDENCED_BY {idem: row.idem, available_by: row.available_by,
                            recorded_at: $recorded_at}]->(s)
-RETURN f.version_id AS version_id
+RETURN count(f) AS added
 
 // name: fact.versions
 // Versions by id in this scope, with all their evidence and lifecycle records.
