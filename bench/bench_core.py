@@ -39,7 +39,6 @@ import datetime as dt
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import time
@@ -52,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import neo4j
+from common import log, pct, peak_rss_mb  # noqa: E402 - sibling module of the bench scripts
 from neo4j.exceptions import DriverError, Neo4jError
 
 import graphmem
@@ -111,21 +111,10 @@ def code_version() -> dict[str, Any]:
             "neo4j_rust_ext": importlib.util.find_spec("neo4j._rust") is not None}
 
 
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KiB on Linux
 
 
-def pct(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100)."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
-    return ordered[rank - 1]
 
 
 # ------------------------------------------------------------------ statement timing

@@ -70,6 +70,7 @@ from typing import Any
 
 import neo4j
 import networkx as nx
+from common import log, pct  # noqa: E402 - sibling module of the bench scripts
 
 import graphmem
 import graphmem.db as gdb
@@ -131,17 +132,8 @@ MATCH (n)<-[:USES|EVIDENCED_BY]-(m)
 RETURN coalesce(n.version_id, n.id) AS a, coalesce(m.version_id, m.id) AS b
 """
 
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def pct(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100)."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
-    return ordered[rank - 1]
 
 
 # ------------------------------------------------------------------ statement recorder

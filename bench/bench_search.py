@@ -50,6 +50,8 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
+from common import log, pct  # noqa: E402 - sibling module of the bench scripts
+
 import graphmem.db as gdb
 from graphmem import (
     Entity,
@@ -77,14 +79,8 @@ REVISIONS = 5
 CHUNK = 500
 
 
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
-    return ordered[rank - 1]
 
 
 def quarter(q: int) -> tuple[Period, dt.datetime]:
