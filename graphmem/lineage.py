@@ -300,8 +300,11 @@ def lineage_graph(tx: Tx, scope: Scope, version_id: str, direction: str,
             frontier, depth = sorted(set(nxt)), depth + 2
     else:
         raise InputError("direction", "must be 'upstream' or 'downstream'")
-    facts = [n[2:] for n in graph if n.startswith("f:")]
-    for r in tx.run("lineage.fact_labels", version_ids=facts, with_time=False, **params):
+    facts = [n[2:] for n in graph if n.startswith("f:")] or [version_id]
+    labelled = tx.run("lineage.fact_labels", version_ids=facts, with_time=False, **params)
+    if version_id not in {r["version_id"] for r in labelled}:
+        raise NotFoundError(f"no version {version_id} in scope {scope.id}")
+    for r in labelled:
         graph.nodes[f"f:{r['version_id']}"].update(
             kind="fact", entity=r["entity"], attribute=r["attribute"], period=r["period"])
     for node, data in graph.nodes(data=True):

@@ -7,7 +7,7 @@ import datetime as dt
 import networkx as nx
 import pytest
 
-from graphmem import Entity, FactIn, InputError, Period, Source
+from graphmem import Entity, FactIn, InputError, NotFoundError, Period, Source
 
 UTC = dt.UTC
 T0 = dt.datetime(2025, 1, 10, tzinfo=UTC)
@@ -166,3 +166,8 @@ def test_impact_with_a_cutoff_lists_only_what_was_public_by_then(mem, scope, bas
     ids = {i.id for i in mem.impact(scope, source_id="A", cutoff=day(0)).items}
     assert base["x"].version_id in ids and s.version_id not in ids
     assert s.version_id in {i.id for i in mem.impact(scope, source_id="A", cutoff=day(1)).items}
+
+
+def test_lineage_of_an_unknown_version_is_not_found(mem, scope, base):
+    with pytest.raises(NotFoundError):
+        mem.lineage(scope, "fv_nope", "upstream")
