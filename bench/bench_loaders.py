@@ -509,11 +509,14 @@ def profile_statement(driver: neo4j.Driver, database: str | None, name: str,
     query = QUERIES[name]
     try:
         with driver.session(database=database, default_access_mode=neo4j.READ_ACCESS) as session:
-            summary = session.run("PROFILE " + query, params).consume()
+            result = session.run("PROFILE " + query, params)
+            for _ in result:  # the server profiles only what is streamed
+                pass
+            summary = result.consume()
     except (Neo4jError, DriverError) as exc:
         return {"error": str(exc)[:300]}
     ops = [{"operator": n.get("operatorType", "?").split("@")[0], "db_hits": n.get("dbHits", 0),
-            "rows": n.get("rows", 0), "details": str(n.get("args", {}).get("Details", ""))[:160]}
+            "rows": n.get("rows", 0), "details": " ".join(str(n.get("args", {}).get("Details", "")).split())[:160]}
            for n in _flatten(summary.profile or {})]
     seeks = [o for o in ops if "FactKey" in o["details"] and "Seek" in o["operator"]]
     inputs = len(next((v for v in params.values() if isinstance(v, list)), []))
