@@ -27,7 +27,7 @@ peak of a separate load call alone into another fresh tenant (slower: tracemallo
 traces every allocation; only for files up to ``--trace-max-rows``), and tracemalloc
 of ``read_json`` alone (what ``json.load`` of the whole file keeps alive).
 
-Where the time goes: graphmem's named statements (``fact.merge_keys``, ``fact.read``,
+Where the time goes: graphmem's named statements (``fact.read``,
 ``fact.create_versions`` ...) timed by wrapping ``graphmem.db.Tx.run`` in the child
 process, the per-filing ``Memory.record`` transactions, and the rest of ``load``
 (reading, validating, building FactIns). Instrumentation only: graphmem is not changed.

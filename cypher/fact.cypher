@@ -12,13 +12,23 @@
 // One row per matched key; `explain` counts what each filter removed, in that order.
 UNWIND $reads AS r
 WITH r, coalesce(r.known_at, datetime.transaction()) AS K
-MATCH (k:FactKey {tenant: $tenant, entity: r.entity, attribute: r.attribute})
-WHERE k.scope = $scope
-  AND (r.unit IS NULL OR k.unit = r.unit)
-  AND (r.definition IS NULL OR k.definition = r.definition)
-  AND (r.period IS NULL OR k.period = r.period)
-  AND (r.valid_from IS NULL OR k.period_end >= r.valid_from)
-  AND (r.valid_to IS NULL OR k.period_end <= r.valid_to)
+// A read naming its key's uid (the write path) seeks that one key; any other read
+// seeks the keys of its entity and attribute and filters them.
+CALL (r) {
+  MATCH (k:FactKey {uid: r.uid})
+  RETURN k
+  UNION
+  WITH r WHERE r.uid IS NULL
+  MATCH (k:FactKey {tenant: $tenant, entity: r.entity, attribute: r.attribute})
+  WHERE (r.unit IS NULL OR k.unit = r.unit)
+    AND (r.definition IS NULL OR k.definition = r.definition)
+    AND (r.period IS NULL OR k.period = r.period)
+    AND (r.valid_from IS NULL OR k.period_end >= r.valid_from)
+    AND (r.valid_to IS NULL OR k.period_end <= r.valid_to)
+  RETURN k
+}
+WITH r, K, k
+WHERE k.tenant = $tenant AND k.scope = $scope
 WITH r, K, k, COLLECT {
   MATCH (f:Fact)-[:VERSION_OF]->(k)
   RETURN {
@@ -104,26 +114,24 @@ RETURN r.i AS i, K AS known_at,
           WHEN NOT v.f.version_id IN [x IN final | x.f.version_id] THEN 'superseded'
           END}] AS removed
 
-// name: fact.merge_keys
-UNWIND $keys AS key
-MERGE (k:FactKey {uid: key.uid})
-ON CREATE SET k.tenant = $tenant, k.scope = $scope, k.entity = key.entity,
-              k.attribute = key.attribute, k.unit = key.unit, k.definition = key.definition,
-              k.period = key.period, k.period_start = key.period_start,
-              k.period_end = key.period_end, k.revision = 0
-WITH k, key
-MATCH (e:Entity {uid: key.entity_uid})
-MERGE (k)-[:ABOUT]->(e)
-RETURN k.uid AS uid, k.revision AS revision, COUNT { (k)<-[:VERSION_OF]-(:Fact) } AS versions
-
 // name: fact.create_versions
-// New versions, each with its first evidence edge; bumps the key's revision.
+// New versions, each with its first evidence edge; creates the key (linked to its
+// entity) on its first version, and bumps the key's revision.
 UNWIND $rows AS row
-MATCH (k:FactKey {uid: row.key_uid})
+MERGE (k:FactKey {uid: row.key.uid})
+ON CREATE SET k.tenant = $tenant, k.scope = $scope, k.entity = row.key.entity,
+              k.attribute = row.key.attribute, k.unit = row.key.unit,
+              k.definition = row.key.definition, k.period = row.key.period,
+              k.period_start = row.key.period_start, k.period_end = row.key.period_end,
+              k.revision = 0
+WITH k, row
+MATCH (e:Entity {uid: row.key.entity_uid})
+MERGE (k)-[:ABOUT]->(e)
+WITH k, row
 MATCH (s:Source {uid: row.source_uid})
 SET k.revision = k.revision + 1
 CREATE (f:Fact {version_id: row.version_id, tenant: $tenant, scope: $scope,
-                key_uid: row.key_uid, value: row.value, value_type: row.value_type,
+                key_uid: row.key.uid, value: row.value, value_type: row.value_type,
                 value_num: row.value_num, value_hash: row.value_hash,
                 event_time: k.period_end, period_start: k.period_start,
                 available_by: row.available_by, recorded_at: $recorded_at,

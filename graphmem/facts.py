@@ -98,8 +98,9 @@ class KeySpec:
         }
 
     def selector(self) -> dict[str, Any]:
-        """This exact key as a ``fact.read`` selector."""
+        """This exact key as a ``fact.read`` selector (seeking it by uid)."""
         return {
+            "uid": self.uid,
             "entity": self.entity,
             "attribute": self.attribute,
             "unit": self.unit,
@@ -277,24 +278,34 @@ def _rounds(assertions: list[Assertion]) -> Iterable[list[Assertion]]:
 
 
 def _decide(tx: Tx, params: dict[str, Any], batch: list[Assertion], recorded_at: Any,
-            empty: set[str]) -> dict[int, tuple[str, str]]:
-    """Each assertion's fate, from the read rule at its own available_by (``fact.read``):
-    ``unchanged`` (re-sent), ``evidence`` for the version that has its value then, or
-    ``create`` a new version."""
-    decisions = {n: ("create", a.version_id) for n, a in enumerate(batch) if a.key.uid in empty}
+            revisions: dict[str, int]) -> dict[int, tuple[str, str]]:
+    """Each assertion's fate, from the read rule at its own available_by (``fact.read``,
+    seeking each key by uid): ``unchanged`` (re-sent), ``evidence`` for the version that
+    has its value then, or ``create`` a new version (always, for a key not stored yet).
+    Fills ``revisions`` with the stored revision of every key that exists."""
     reads = [{"i": n, **a.key.selector(), "cutoff": a.available_by, "known_at": recorded_at, "idem": a.idem}
-             for n, a in enumerate(batch) if n not in decisions]
-    if not reads:
-        return decisions
+             for n, a in enumerate(batch)]
+    decisions = {n: ("create", a.version_id) for n, a in enumerate(batch)}
     for row in tx.run("fact.read", reads=reads, min_rank=0, kinds=None, **params):
         a = batch[row["i"]]
+        revisions[a.key.uid] = row["key"]["revision"]
         if row["already"]:
             decisions[row["i"]] = ("unchanged", row["already"])
             continue
         same = [c["f"]["version_id"] for c in row["candidates"]
                 if (c["f"]["value_type"], c["f"]["value"]) == (a.value_type, a.value)]
-        decisions[row["i"]] = ("evidence", same[0]) if same else ("create", a.version_id)
+        if same:
+            decisions[row["i"]] = ("evidence", same[0])
     return decisions
+
+
+def _check_revision(batch: list[Assertion], revisions: dict[str, int], expected: int | None) -> None:
+    """``expected_revision``: every key written must be at it (0 for a key not stored yet)."""
+    if expected is None:
+        return
+    for a in batch:
+        if (stored := revisions.get(a.key.uid, 0)) != expected:
+            raise ConcurrentWriteError(a.key.uid, expected, stored)
 
 
 def write_facts(
@@ -308,20 +319,14 @@ def write_facts(
     """Write a chunk of assertions in the caller's transaction; see module docstring."""
     assertions = _assertions(tx, scope, facts, offset)
     params = scope_params(scope)
-    keys = {a.key.uid: a.key.params() for a in assertions}
-    merged = tx.run("fact.merge_keys", keys=list(keys.values()), **params)
-    if expected_revision is not None:
-        for row in merged:
-            if row["revision"] != expected_revision:
-                raise ConcurrentWriteError(row["uid"], expected_revision, row["revision"])
-    # Keys with no version yet need no read: every first assertion there is a new version.
-    empty = {row["uid"] for row in merged if row["versions"] == 0}
     result = ChunkResult(version_ids=[""] * len(facts))
     outcome: dict[str, str] = {}  # idempotency key -> the version it landed on
     touched: set[str] = set()  # versions created or given new evidence here
-    for batch in _rounds(assertions):
-        decisions = _decide(tx, params, batch, recorded_at, empty)
-        empty -= {a.key.uid for a in batch}
+    for round_no, batch in enumerate(_rounds(assertions)):
+        revisions: dict[str, int] = {}
+        decisions = _decide(tx, params, batch, recorded_at, revisions)
+        if round_no == 0:  # every key of the chunk is in the first round
+            _check_revision(batch, revisions, expected_revision)
         creates, evidence = [], []
         for n, a in enumerate(batch):
             action, target = decisions[n]
@@ -330,12 +335,12 @@ def write_facts(
                 result.unchanged += 1
                 continue
             touched.add(target)
-            item = {"key_uid": a.key.uid, "source_uid": a.source_uid, "idem": a.idem,
-                    "available_by": a.available_by, "version_id": target}
+            item = {"source_uid": a.source_uid, "idem": a.idem, "available_by": a.available_by,
+                    "version_id": target}
             if action == "evidence":
                 evidence.append(item)
             else:
-                creates.append({**item, "value": a.value, "value_type": a.value_type,
+                creates.append({**item, "key": a.key.params(), "value": a.value, "value_type": a.value_type,
                                 "value_num": a.value_num, "value_hash": digest(a.value_type, a.value)})
         if creates:
             tx.run("fact.create_versions", rows=creates, recorded_at=recorded_at, **params)
