@@ -232,7 +232,7 @@ class StatementTimes:
 def measure(mem: Memory, scope: Scope, data: Data, queries: int, seed: int) -> dict[str, Any]:
     rng = random.Random(seed)
     stats = StatementTimes()
-    unscoped = "CALL db.index.fulltext.queryNodes('graphmem_memory_text', $q) YIELD node, score " \
+    unscoped = "CALL db.index.fulltext.queryNodes('graphmem_search_text', $q) YIELD node, score " \
                "RETURN node, score LIMIT 10"
 
     def baseline(text: str) -> Callable[[], int]:

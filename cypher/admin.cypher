@@ -8,6 +8,11 @@ RETURN name, versions[0] AS version, edition
 OPTIONAL MATCH (s:GraphmemSchema {id: 'graphmem'})
 RETURN coalesce(s.version, 0) AS version
 
+// name: admin.await_indexes
+// Wait (up to 300 s) until every index is online: a new or re-created index populates
+// in the background, and a search against a populating index fails.
+CALL db.awaitIndexes(300)
+
 // name: admin.record_schema_version
 // Only ever moves forward, so two processes migrating at once agree on the result.
 MERGE (s:GraphmemSchema {id: 'graphmem'})

@@ -13,13 +13,15 @@
 UNWIND $reads AS r
 WITH r, coalesce(r.known_at, datetime.transaction()) AS K
 // A read naming its key's uid (the write path) seeks that one key; any other read
-// seeks the keys of its entity and attribute and filters them.
+// seeks the keys of its entity and attribute and filters them. (The second seek gets a
+// null entity for a read by uid, so it finds nothing: a filter on `r` alone would be
+// applied only after the seek.)
 CALL (r) {
   MATCH (k:FactKey {uid: r.uid})
   RETURN k
   UNION
-  WITH r WHERE r.uid IS NULL
-  MATCH (k:FactKey {tenant: $tenant, entity: r.entity, attribute: r.attribute})
+  MATCH (k:FactKey {tenant: $tenant, entity: CASE WHEN r.uid IS NULL THEN r.entity END,
+                    attribute: r.attribute})
   WHERE (r.unit IS NULL OR k.unit = r.unit)
     AND (r.definition IS NULL OR k.definition = r.definition)
     AND (r.period IS NULL OR k.period = r.period)

@@ -68,3 +68,21 @@ CREATE INDEX graphmem_included_claim IF NOT EXISTS FOR ()-[r:INCLUDED]-() ON (r.
 
 // name: schema.019.included_memory
 CREATE INDEX graphmem_included_memory IF NOT EXISTS FOR ()-[r:INCLUDED]-() ON (r.memory_id)
+
+// --- the search index becomes eventually consistent (migrations 020-021)
+// Updating Lucene inside each commit cost about twice a raw write of the same facts;
+// an eventually consistent index takes those updates after the commit, in the
+// background. Searches stay read-your-writes: `search.hits` first waits for every
+// committed update to be indexed (db.index.fulltext.awaitEventuallyConsistentIndexRefresh).
+// Neo4j cannot change an index's options, and refuses a second index over the same
+// schema (`IF NOT EXISTS` would silently keep the old one), so the old index is dropped
+// first and the new one has its own name; both statements are no-ops once applied, and
+// schema.015 is a no-op once graphmem_search_text exists.
+
+// name: schema.020.drop_sync_memory_text
+DROP INDEX graphmem_memory_text IF EXISTS
+
+// name: schema.021.search_text
+CREATE FULLTEXT INDEX graphmem_search_text IF NOT EXISTS
+FOR (n:Fact|Experience|TaskState|Candidate) ON EACH [n.search_text, n.search_scope]
+OPTIONS {indexConfig: {`fulltext.analyzer`: 'english', `fulltext.eventually_consistent`: true}}

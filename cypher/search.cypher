@@ -1,6 +1,7 @@
 // Search: the text every memory is found by (kept in step with writes by
 // graphmem/indexing.py), and the hard filters a search applies before any ranking.
-// The full-text index is graphmem_memory_text (schema.015).
+// The full-text index is graphmem_search_text (schema.021), eventually consistent:
+// search.hits waits for every committed update to be indexed before it queries it.
 
 // name: search.index_facts
 // The text a fact version is found by: its key (entity id, kind, name and aliases;
@@ -83,8 +84,10 @@ RETURN COLLECT { MATCH (e)<-[:ABOUT]-(:FactKey)<-[:VERSION_OF]-(f:Fact) RETURN f
 // CASE (a nested plan re-run per row, many times slower).
 WITH coalesce($known_at, datetime.transaction()) AS K
 WITH K, coalesce($cutoff, K) AS C
+// read-your-writes: index every update committed so far before querying
+CALL db.index.fulltext.awaitEventuallyConsistentIndexRefresh()
 CALL (K, C) {
-  CALL db.index.fulltext.queryNodes('graphmem_memory_text', $lucene) YIELD node AS n, score
+  CALL db.index.fulltext.queryNodes('graphmem_search_text', $lucene) YIELD node AS n, score
   WITH n, score
   WHERE n.tenant = $tenant AND n.scope = $scope
   WITH n, score,

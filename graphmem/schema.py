@@ -46,5 +46,6 @@ def migrate(db: Database) -> int:
         except StatementError as exc:
             if not any(tag in str(exc.code) for tag in _ALREADY):
                 raise
+    db.schema("admin.await_indexes")
     row = db.write(lambda tx: tx.one("admin.record_schema_version", version=latest()))
     return int(row["version"])

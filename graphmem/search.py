@@ -2,7 +2,7 @@
 
 One read transaction, three steps, nothing ranked or cut before every filter ran:
 
-1. ``search.hits`` - the full-text index (``graphmem_memory_text``) inside the caller's
+1. ``search.hits`` - the full-text index (``graphmem_search_text``) inside the caller's
    scope, then every filter that is a property of the hit: type, entity, task, known_at,
    erasure, cutoff, and for experiences and task states their status and evidence.
 2. ``fact.read`` - the one read rule, run on the keys of the fact versions still

@@ -1,0 +1,32 @@
+"""The search index is eventually consistent (Lucene is updated after each commit, in
+the background), yet a search sees every write committed before it: search.hits
+waits for the index to catch up first."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pytest
+
+from graphmem import FactIn, Period
+
+from world import World, t
+
+
+@pytest.fixture
+def w(mem, scope):
+    return World(mem, scope)
+
+
+def test_a_search_right_after_a_large_write_finds_every_fact_of_it(w):
+    w.source("0000950170-24-000001", t("2024-05-01"))
+    quarters = [Period(end=dt.date(2000 + n // 4, 3 * (n % 4) + 1, 1)) for n in range(100)]
+    facts = [FactIn(entity="acme", attribute=f"kpi{a:02d}", value=Decimal(a * 1000 + q), unit="USD",
+                    period=period, sources=["0000950170-24-000001"])
+             for a in range(30) for q, period in enumerate(quarters)]
+    w.mem.assert_facts(w.scope, facts)
+    # The last fact written is the one whose index update is most likely still queued.
+    found = w.search("kpi29", cutoff=t("2024-06-01"), limit=200)
+    assert len(found.hits) == 100
+    assert {h.answer.attribute for h in found.hits} == {"kpi29"}
