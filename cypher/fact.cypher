@@ -116,6 +116,14 @@ RETURN r.i AS i, K AS known_at,
           WHEN NOT v.f.version_id IN [x IN final | x.f.version_id] THEN 'superseded'
           END}] AS removed
 
+// name: fact.existing
+// Which of these keys are stored, with their revision: only those need the read rule
+// (a key's first assertion is a new version), and expected_revision checks it.
+UNWIND $uids AS uid
+MATCH (k:FactKey {uid: uid})
+WHERE k.tenant = $tenant AND k.scope = $scope
+RETURN k.uid AS uid, k.revision AS revision
+
 // name: fact.create_versions
 // New versions, each with its first evidence edge; creates the key (linked to its
 // entity) on its first version, and bumps the key's revision.

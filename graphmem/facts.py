@@ -278,17 +278,18 @@ def _rounds(assertions: list[Assertion]) -> Iterable[list[Assertion]]:
 
 
 def _decide(tx: Tx, params: dict[str, Any], batch: list[Assertion], recorded_at: Any,
-            revisions: dict[str, int]) -> dict[int, tuple[str, str]]:
+            stored: set[str]) -> dict[int, tuple[str, str]]:
     """Each assertion's fate, from the read rule at its own available_by (``fact.read``,
     seeking each key by uid): ``unchanged`` (re-sent), ``evidence`` for the version that
-    has its value then, or ``create`` a new version (always, for a key not stored yet).
-    Fills ``revisions`` with the stored revision of every key that exists."""
-    reads = [{"i": n, **a.key.selector(), "cutoff": a.available_by, "known_at": recorded_at, "idem": a.idem}
-             for n, a in enumerate(batch)]
+    has its value then, or ``create`` a new version (without a read for a key that is
+    not ``stored`` yet)."""
     decisions = {n: ("create", a.version_id) for n, a in enumerate(batch)}
+    reads = [{"i": n, **a.key.selector(), "cutoff": a.available_by, "known_at": recorded_at, "idem": a.idem}
+             for n, a in enumerate(batch) if a.key.uid in stored]
+    if not reads:
+        return decisions
     for row in tx.run("fact.read", reads=reads, min_rank=0, kinds=None, **params):
         a = batch[row["i"]]
-        revisions[a.key.uid] = row["key"]["revision"]
         if row["already"]:
             decisions[row["i"]] = ("unchanged", row["already"])
             continue
@@ -299,13 +300,17 @@ def _decide(tx: Tx, params: dict[str, Any], batch: list[Assertion], recorded_at:
     return decisions
 
 
-def _check_revision(batch: list[Assertion], revisions: dict[str, int], expected: int | None) -> None:
-    """``expected_revision``: every key written must be at it (0 for a key not stored yet)."""
-    if expected is None:
-        return
-    for a in batch:
-        if (stored := revisions.get(a.key.uid, 0)) != expected:
-            raise ConcurrentWriteError(a.key.uid, expected, stored)
+def _stored_keys(tx: Tx, params: dict[str, Any], assertions: list[Assertion],
+                 expected_revision: int | None) -> set[str]:
+    """The chunk's keys that are stored already; with ``expected_revision``, every key
+    written must be at it (0 for a key not stored yet)."""
+    uids = sorted({a.key.uid for a in assertions})
+    revisions = {row["uid"]: row["revision"] for row in tx.run("fact.existing", uids=uids, **params)}
+    if expected_revision is not None:
+        for uid in uids:
+            if (stored := revisions.get(uid, 0)) != expected_revision:
+                raise ConcurrentWriteError(uid, expected_revision, stored)
+    return set(revisions)
 
 
 def write_facts(
@@ -322,11 +327,10 @@ def write_facts(
     result = ChunkResult(version_ids=[""] * len(facts))
     outcome: dict[str, str] = {}  # idempotency key -> the version it landed on
     touched: set[str] = set()  # versions created or given new evidence here
-    for round_no, batch in enumerate(_rounds(assertions)):
-        revisions: dict[str, int] = {}
-        decisions = _decide(tx, params, batch, recorded_at, revisions)
-        if round_no == 0:  # every key of the chunk is in the first round
-            _check_revision(batch, revisions, expected_revision)
+    stored = _stored_keys(tx, params, assertions, expected_revision)
+    for batch in _rounds(assertions):
+        decisions = _decide(tx, params, batch, recorded_at, stored)
+        stored |= {a.key.uid for a in batch}  # a later round reads what this one wrote
         creates, evidence = [], []
         for n, a in enumerate(batch):
             action, target = decisions[n]
