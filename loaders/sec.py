@@ -29,10 +29,11 @@ accession. The first problem raises :class:`graphmem.InputError` naming the file
 untouched. Numbers are parsed as exact decimals (``parse_float=Decimal``); a JSON
 ``true`` or a string where a number belongs is refused; ``NaN``/``Infinity`` too.
 
-Memory. The file is read with ``json.load`` (Tesla's is 2.7 MB; companyfacts files
-top out in the tens of MB). Validation keeps only row references grouped by accession,
-and FactIn objects are built for one accession at a time, written, and dropped; beyond
-that the loader keeps one decimal per fact key (the re-rounding rule below).
+Memory. The file is streamed (``ijson``): each row is checked as it is read and kept on
+disk in a temporary SQLite spool grouped by accession (:mod:`.spool`), together with the
+one value per fact key the re-rounding rule compares against; FactIn objects are built
+for one accession at a time, written, and dropped. Memory is flat in the size of the
+file: at any time Python holds one row being parsed and one filing's facts.
 
 Re-rounding. From late 2019 Tesla reports in millions, so a 2019 10-K re-prints the
 2018 balance ``29,739,614,000`` as ``29,740,000,000``. Treating that as a restatement
@@ -69,12 +70,15 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import ijson
+
 from graphmem.errors import InputError
 from graphmem.memory import Memory
 from graphmem.models import Authority, Entity, FactIn, Period, Scope, Source
 
 from . import availability as av
 from ._common import LoadReport, check_unit, progress, write_filing
+from .spool import Row, Spool
 
 __all__ = ["LoadReport", "entity_id", "filing_uri", "load", "read_json", "rerounds"]
 
@@ -173,15 +177,15 @@ def rerounds(earlier: Decimal, later: Decimal, precision: int) -> bool:
 
 
 class _Filing:
-    """What validation keeps of one accession: its form and date, and row references."""
+    """What validation keeps of one accession in memory: its form and date, and how its
+    values are rounded per unit (its rows go to the spool)."""
 
-    __slots__ = ("accession", "form", "filed", "refs", "zeros")
+    __slots__ = ("accession", "form", "filed", "zeros")
 
     def __init__(self, accession: str, form: str, filed: dt.date):
         self.accession = accession
         self.form = form
         self.filed = filed
-        self.refs: list[tuple[str, str, str, int]] = []
         self.zeros: dict[str, Counter[int]] = defaultdict(Counter)
 
     def precision(self, unit: str) -> int:
@@ -191,26 +195,92 @@ class _Filing:
         return max(counts.items(), key=lambda kv: (kv[1], -kv[0]))[0]
 
 
-def _rows(data: Any, file: str) -> Iterator[tuple[str, str, str, int, Any]]:
-    """Every (taxonomy, concept, unit, index, row), checking the nesting on the way."""
-    facts = data.get("facts")
-    if not isinstance(facts, dict):
+_ROW_DEPTH = 6  # facts > taxonomy > concept > "units" > unit > row index
+FACTS = object()  # what _stream yields for the start of `facts`: present, and an object
+
+
+def _stream(path: str | Path) -> Iterator[tuple[tuple[str | int, ...], Any]]:
+    """(location, value) of each top-level value but ``facts`` and of each row, streamed.
+
+    ``location`` is the path of keys (and the row's index) down to the value. The nesting
+    above the rows is checked on the way; each row and top-level value is built alone, so
+    no more than one row is ever held (``ijson``, decimals exact as with ``json.load``).
+    """
+    file = str(path)
+    keys: list[str | int] = []  # the current key (map) or index (array) of each open container
+    arrays: list[bool] = []  # whether each open container is an array
+    seen_units: list[bool] = []  # per open concept body: has it a "units" key?
+    try:
+        with Path(path).open("rb") as handle:
+            events = ijson.basic_parse(handle, use_float=False)
+            for event, value in events:
+                if event == "map_key":
+                    keys[-1] = value
+                    if len(keys) == 4 and value == "units":
+                        seen_units[-1] = True
+                    continue
+                if event in ("end_map", "end_array"):
+                    if len(keys) == 4:
+                        _check_units(seen_units.pop(), keys, file)
+                    keys.pop()
+                    arrays.pop()
+                    continue
+                if arrays and arrays[-1]:
+                    keys[-1] = int(keys[-1]) + 1
+                location = tuple(keys)
+                if (len(location) == 1 and location[0] != "facts") or (
+                        len(location) == _ROW_DEPTH and location[3] == "units"):
+                    yield location, _build(event, value, events)
+                    continue
+                if len(location) > 3 and location[3] != "units":
+                    _build(event, value, events)  # a label or description: read past it
+                    continue
+                _check_nesting(location, event, file)
+                if len(location) == 1:
+                    yield location, FACTS
+                if event in ("start_map", "start_array"):
+                    keys.append(-1 if event == "start_array" else "")
+                    arrays.append(event == "start_array")
+                    if len(keys) == 4:
+                        seen_units.append(False)
+    except FileNotFoundError:
+        raise InputError(file, "file not found") from None
+    except ijson.JSONError as exc:
+        raise InputError(file, f"not valid JSON: {exc}") from None
+
+
+def _build(event: str, value: Any, events: Iterator[tuple[str, Any]]) -> Any:
+    """The whole value that starts with this event (consuming the rest of it)."""
+    builder = ijson.ObjectBuilder()
+    builder.event(event, value)
+    depth = 1 if event in ("start_map", "start_array") else 0
+    while depth:
+        event, value = next(events)
+        builder.event(event, value)
+        depth += {"start_map": 1, "start_array": 1, "end_map": -1, "end_array": -1}.get(event, 0)
+    return builder.value
+
+
+def _check_nesting(location: tuple[str | int, ...], event: str, file: str) -> None:
+    """facts -> taxonomy -> concept -> units -> unit -> rows: each level the right kind."""
+    is_map, is_list = event == "start_map", event == "start_array"
+    if not location and not is_map:
+        raise InputError(file, "a companyfacts object is required at the top level")
+    if len(location) == 1 and not is_map:
         raise InputError(f"{file}: facts", "missing or not an object")
-    for taxonomy, concepts in facts.items():
-        if not isinstance(concepts, dict):
-            raise InputError(f"{file}: {taxonomy}", "taxonomy must map concepts to objects")
-        for concept, body in concepts.items():
-            where = f"{file}: {taxonomy}:{concept}"
-            if not isinstance(body, dict) or "units" not in body:
-                raise InputError(where, "missing key 'units'")
-            units = body["units"]
-            if not isinstance(units, dict):
-                raise InputError(where, "'units' must map unit names to row lists")
-            for unit, rows in units.items():
-                if not isinstance(rows, list):
-                    raise InputError(f"{where} [{unit}]", "rows must be a list")
-                for index, row in enumerate(rows):
-                    yield taxonomy, concept, unit, index, row
+    if len(location) == 2 and not is_map:
+        raise InputError(f"{file}: {location[1]}", "taxonomy must map concepts to objects")
+    if len(location) == 3 and not is_map:
+        raise InputError(f"{file}: {location[1]}:{location[2]}", "missing key 'units'")
+    if len(location) == 4 and location[3] == "units" and not is_map:
+        raise InputError(f"{file}: {location[1]}:{location[2]}", "'units' must map unit names to row lists")
+    if len(location) == 5 and location[3] == "units" and not is_list:
+        raise InputError(f"{file}: {location[1]}:{location[2]} [{location[4]}]", "rows must be a list")
+
+
+def _check_units(seen: bool, keys: list[str | int], file: str) -> None:
+    if not seen:
+        raise InputError(f"{file}: {keys[1]}:{keys[2]}", "missing key 'units'")
 
 
 def _check_row(row: Any, where: str) -> tuple[Period, Decimal, str, str, dt.date]:
@@ -232,22 +302,21 @@ def _check_row(row: Any, where: str) -> tuple[Period, Decimal, str, str, dt.date
     return Period(start=start, end=end), value, accession, form, filed
 
 
-def _validate(data: Any, file: str) -> tuple[int, str, dict[str, _Filing], int]:
-    if not isinstance(data, dict):
-        raise InputError(file, "a companyfacts object is required at the top level")
-    for key in ("cik", "entityName", "facts"):
-        if key not in data:
-            raise InputError(file, f"missing key {key!r}")
-    cik = _cik(data["cik"], f"{file}: cik")
-    name = data["entityName"]
-    if not isinstance(name, str) or not name.strip():
-        raise InputError(f"{file}: entityName", f"must be a non-empty string, got {name!r}")
+def _validate(path: str | Path, spool: Spool) -> tuple[int, str, dict[str, _Filing], int]:
+    """Check the whole file, row by row as it streams, and spool its rows by accession;
+    the first problem raises before anything is written."""
+    file = str(path)
+    top: dict[str, Any] = {}
     filings: dict[str, _Filing] = {}
     rows = 0
-    for taxonomy, concept, unit, index, row in _rows(data, file):
+    for location, row in _stream(path):
+        if len(location) == 1:
+            top[str(location[0])] = row
+            continue
+        _, taxonomy, concept, _, unit, index = location
         where = f"{file}: {taxonomy}:{concept} [{unit}] row {index}"
         check_unit(unit, where)
-        _, value, accession, form, filed = _check_row(row, where)
+        period, value, accession, form, filed = _check_row(row, where)
         filing = filings.get(accession)
         if filing is None:
             filing = filings[accession] = _Filing(accession, form, filed)
@@ -257,11 +326,21 @@ def _validate(data: Any, file: str) -> tuple[int, str, dict[str, _Filing], int]:
                 f"accession {accession} is form {form} filed {filed} here but "
                 f"{filing.form} filed {filing.filed} in an earlier row",
             )
-        filing.refs.append((taxonomy, concept, unit, index))
+        spool.add(accession, Row(str(taxonomy), str(concept), str(unit),
+                                 period.start.isoformat() if period.start else None,
+                                 period.end.isoformat(), value))
         zeros = _trailing_zeros(value)
         if zeros is not None:
             filing.zeros[unit][zeros] += 1
         rows += 1
+    for key in ("cik", "entityName", "facts"):
+        if key not in top:
+            raise InputError(file, f"missing key {key!r}")
+    cik = _cik(top["cik"], f"{file}: cik")
+    name = top["entityName"]
+    if not isinstance(name, str) or not name.strip():
+        raise InputError(f"{file}: entityName", f"must be a non-empty string, got {name!r}")
+    spool.seal()
     return cik, name.strip(), filings, rows
 
 
@@ -321,9 +400,17 @@ def load(
     """
     started = time.monotonic()
     scope = mem.scope(scope)
+    with Spool() as spool:
+        report = _load(mem, scope, companyfacts, submissions, spool, ny_clock, reround, show_progress)
+    report.seconds = round(time.monotonic() - started, 3)
+    return report
+
+
+def _load(mem: Memory, scope: Scope, companyfacts: str | Path, submissions: str | Path | None,
+          spool: Spool, ny_clock: bool | None, reround: bool, show_progress: bool | None) -> LoadReport:
+    """``load``, with the file's rows spooled by accession."""
     file = str(companyfacts)
-    data = read_json(companyfacts)
-    cik, name, filings, rows = _validate(data, file)
+    cik, name, filings, rows = _validate(companyfacts, spool)
     acceptances: dict[str, str] = {}
     tickers: tuple[str, ...] = ()
     detected = False
@@ -345,7 +432,6 @@ def load(
     mem.put_entity(scope, Entity(id=publisher, name=name, kind="company", aliases=tickers))
     report.entities = 1
 
-    current: dict[tuple[str, str, str], Decimal] = {}
     with progress(f"{Path(file).name}", len(plan), show_progress) as advance:
         for _, accession, filing, when in plan:
             meta = {
@@ -367,7 +453,7 @@ def load(
                 title=f"{filing.form} filed {filing.filed.isoformat()}",
                 meta=meta,
             )
-            items, rerounded, duplicates = _facts(data, filing, publisher, current, reround)
+            items, rerounded, duplicates = _facts(spool, filing, publisher, reround)
             result = write_filing(mem, scope, source, items, f"{file}: accession {accession}")
             report.sources += 1
             report.sources_recorded += result.sources_recorded
@@ -380,39 +466,31 @@ def load(
             report.unchanged += result.unchanged
             del items
             advance()
-    report.seconds = round(time.monotonic() - started, 3)
     return report
 
 
-def _facts(
-    data: dict[str, Any],
-    filing: _Filing,
-    entity: str,
-    current: dict[tuple[str, str, str], Decimal],
-    reround: bool,
-) -> tuple[list[FactIn], int, int]:
+def _facts(spool: Spool, filing: _Filing, entity: str, reround: bool) -> tuple[list[FactIn], int, int]:
     """The FactIns of one filing (validated rows), with re-roundings made corroborations."""
-    facts = data["facts"]
+    rows = list(spool.rows(filing.accession))
+    keys = [f"{r.taxonomy}:{r.concept}\x1f{r.unit}\x1f{r.start or ''}\x1f{r.end}" for r in rows]
+    current = spool.current(set(keys))
     items: list[FactIn] = []
-    seen: set[tuple[str, str, str, Decimal]] = set()
+    seen: set[tuple[str, Decimal]] = set()
     rerounded = duplicates = 0
-    for taxonomy, concept, unit, index in filing.refs:
-        row = facts[taxonomy][concept]["units"][unit][index]
-        attribute = f"{taxonomy}:{concept}"
-        start = row.get("start")
-        period = Period(start=dt.date.fromisoformat(start) if start else None,
-                        end=dt.date.fromisoformat(row["end"]))
-        value = Decimal(row["val"])
-        key = (attribute, unit, period.text)
+    for row, key in zip(rows, keys, strict=True):
+        value = row.value
         earlier = current.get(key)
         if (reround and earlier is not None
-                and rerounds(earlier, value, filing.precision(unit))):
+                and rerounds(earlier, value, filing.precision(row.unit))):
             value = earlier
             rerounded += 1
-        if (*key, value) in seen:
+        if (key, value) in seen:
             duplicates += 1
-        seen.add((*key, value))
+        seen.add((key, value))
         current[key] = value
-        items.append(FactIn(entity=entity, attribute=attribute, unit=unit, period=period,
-                            value=value, sources=(filing.accession,)))
+        period = Period(start=dt.date.fromisoformat(row.start) if row.start else None,
+                        end=dt.date.fromisoformat(row.end))
+        items.append(FactIn(entity=entity, attribute=f"{row.taxonomy}:{row.concept}", unit=row.unit,
+                            period=period, value=value, sources=(filing.accession,)))
+    spool.keep_current(current)
     return items, rerounded, duplicates

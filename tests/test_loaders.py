@@ -450,3 +450,46 @@ def test_rerounding_rule():
     assert not r(Decimal(125687607), Decimal(125688000), 0)    # the filing is not rounded
     assert not r(Decimal("2.07"), Decimal("2.1"), 6)           # decimals are never re-rounded
     assert not r(Decimal(400000), Decimal(0), 6)
+
+
+_ROW = '{"end": "2020-12-31", "val": 1, "accn": "0000000001-21-000001", "form": "10-K", "filed": "2021-02-01"}'
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "reason"),
+    [
+        ("[1, 2]", "", "a companyfacts object is required at the top level"),
+        ('{"cik": 1, "entityName": "X", "facts": []}', "facts", "missing or not an object"),
+        ('{"cik": 1, "entityName": "X", "facts": {"us-gaap": {"A": {"label": "a"}}}}',
+         "us-gaap:A", "missing key 'units'"),
+        ('{"cik": 1, "entityName": "X", "facts": {"us-gaap": {"A": {"units": {"USD": {}}}}}}',
+         "us-gaap:A [USD]", "rows must be a list"),
+        ('{"cik": 1, "entityName": "X", "facts": {"us-gaap": {"A": {"label": {"en": ["a"]}, '
+         '"units": {"USD": [' + _ROW + ', "row"]}}}}}', "us-gaap:A [USD] row 1", "row must be an object"),
+        ('{"entityName": "X", "facts": {"us-gaap": {"A": {"units": {"USD": [' + _ROW + ']}}}}}',
+         "", "missing key 'cik'"),
+        ('{"cik": 1, "entityName": "X", "facts": {"us-gaap": {"A": {"units": {"USD": ['
+         + _ROW.replace('"val": 1', '"val": NaN') + ']}}}}}', "", "not valid JSON"),
+    ],
+    ids=["top-level-array", "facts-not-object", "no-units", "rows-not-list", "row-not-object",
+         "no-cik", "nan"],
+)
+def test_companyfacts_structure_is_checked_as_it_streams(mem, scope, tmp_path, text, where, reason):
+    path = tmp_path / "structure.json"
+    path.write_text(text)
+    with pytest.raises(InputError) as info:
+        sec.load(mem, scope, path)
+    message = str(info.value)
+    assert str(path) in message and where in message and reason in message, message
+    assert counts(mem, scope) == EMPTY
+
+
+def test_labels_and_descriptions_are_read_past(mem, scope, tmp_path):
+    # nested values beside `units` (labels, descriptions) are skipped whatever their shape
+    path = tmp_path / "labels.json"
+    path.write_text('{"facts": {"us-gaap": {"A": {"label": {"en": ["Assets", {"x": 1}]}, "description": null, '
+                    '"units": {"USD": [' + _ROW + ']}}}}, "entityName": "X", "cik": "0000000001"}')
+    report = sec.load(mem, scope, path)
+    assert (report.rows, report.versions_created) == (1, 1)
+    answer = mem.as_of(scope, entity="cik:1", attribute="us-gaap:A", cutoff=dt.datetime(2100, 1, 1, tzinfo=dt.UTC))
+    assert answer.value == 1
