@@ -551,20 +551,21 @@ def run_size(versions: int, reads: int, seed: int, clock: StatementClock,
         params = {
             "reads": [{"i": 0, "entity": data.entity(e), "attribute": data.attribute(a),
                        "unit": data.unit(a), "definition": None, "period": data.period(q).text,
-                       "valid_from": None, "valid_to": None, "cutoff": cutoff, "known_at": None,
+                       "valid_from": None, "valid_to": None, "cutoff": 0, "known_at": None,
                        "idem": None}],
-            "min_rank": 0, "kinds": None, "tenant": scope.tenant, "scope": scope.id,
+            "times": [cutoff], "min_rank": 0, "kinds": None, "tenant": scope.tenant, "scope": scope.id,
         }
         batch = [{**params["reads"][0], "i": n, "entity": data.entity(p[0]),
                   "attribute": data.attribute(p[1]), "unit": data.unit(p[1]),
-                  "period": data.period(p[2]).text, "cutoff": p[3], "idem": "bench"}
+                  "period": data.period(p[2]).text, "cutoff": n, "idem": "bench"}
                  for n, p in enumerate(picks[:CHUNK])]
+        batch_times = [p[3] for p in picks[:CHUNK]]
         out["profile"] = {
             "fact.read": profile(driver, database, QUERIES["fact.read"], params),
             "latest_lookup": profile(driver, database, LATEST_CYPHER,
                                      {"uid": uid_of((e, a, q, cutoff))}),
             f"fact.read x{len(batch)} (a write-path batch)": profile(
-                driver, database, QUERIES["fact.read"], {**params, "reads": batch}),
+                driver, database, QUERIES["fact.read"], {**params, "reads": batch, "times": batch_times}),
         }
         if drop:
             out["drop_s"] = drop_tenant(driver, database, tenant)
@@ -625,9 +626,9 @@ def reread(specs: list[tuple[str, int]], reads: int, seed: int) -> list[dict[str
             cutoff = d.available_by(e, later if later is not None else q) + dt.timedelta(days=1)
             read = {"i": 0, "entity": d.entity(e), "attribute": d.attribute(a), "unit": d.unit(a),
                     "definition": None, "period": d.period(q).text, "valid_from": None,
-                    "valid_to": None, "cutoff": cutoff, "known_at": None, "idem": None}
+                    "valid_to": None, "cutoff": 0, "known_at": None, "idem": None}
             prof = profile(driver, database, QUERIES["fact.read"],
-                           {"reads": [read], "min_rank": 0, "kinds": None,
+                           {"reads": [read], "times": [cutoff], "min_rank": 0, "kinds": None,
                             "tenant": c["scope"].tenant, "scope": c["scope"].id})
             out.append({
                 "tenant": c["tenant"], "versions": c["versions"], "n": reads,

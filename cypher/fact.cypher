@@ -10,8 +10,9 @@
 //   authority -> not superseded (every publisher behind it has since said otherwise,
 //   or a resolution settled it for a kept version).
 // One row per matched key; `explain` counts what each filter removed, in that order.
+// A read names its cutoff and known_at by their index in $times (see graphmem.facts.Times).
 UNWIND $reads AS r
-WITH r, coalesce(r.known_at, datetime.transaction()) AS K
+WITH r {.*, cutoff: $times[r.cutoff]} AS r, coalesce($times[r.known_at], datetime.transaction()) AS K
 // A read naming its key's uid (the write path) seeks that one key; any other read
 // seeks the keys of its entity and attribute and filters them. (The second seek gets a
 // null entity for a read by uid, so it finds nothing: a filter on `r` alone would be
@@ -126,7 +127,8 @@ RETURN k.uid AS uid, k.revision AS revision
 
 // name: fact.create_versions
 // New versions, each with its first evidence edge; creates the key (linked to its
-// entity) on its first version, and bumps the key's revision.
+// entity) on its first version, and bumps the key's revision. A row names its
+// available_by by its index in $times (see graphmem.facts.Times).
 UNWIND $rows AS row
 MERGE (k:FactKey {uid: row.key.uid})
 ON CREATE SET k.tenant = $tenant, k.scope = $scope, k.entity = row.key.entity,
@@ -144,20 +146,21 @@ CREATE (f:Fact {version_id: row.version_id, tenant: $tenant, scope: $scope,
                 key_uid: row.key.uid, value: row.value, value_type: row.value_type,
                 value_num: row.value_num, value_hash: row.value_hash,
                 event_time: k.period_end, period_start: k.period_start,
-                available_by: row.available_by, recorded_at: $recorded_at,
+                available_by: $times[row.available_by], recorded_at: $recorded_at,
                 revision: k.revision})
 CREATE (f)-[:VERSION_OF]->(k)
-CREATE (f)-[:EVIDENCED_BY {idem: row.idem, available_by: row.available_by,
+CREATE (f)-[:EVIDENCED_BY {idem: row.idem, available_by: $times[row.available_by],
                            recorded_at: $recorded_at}]->(s)
 RETURN count(f) AS created
 
 // name: fact.add_evidence
-// More evidence for an existing version: the same value asserted by another source.
+// More evidence for an existing version: the same value asserted by another source
+// (available_by by its index in $times, as in fact.create_versions).
 UNWIND $rows AS row
 MATCH (f:Fact {version_id: row.version_id})-[:VERSION_OF]->(k:FactKey)
 MATCH (s:Source {uid: row.source_uid})
 SET k.revision = k.revision + 1
-CREATE (f)-[:EVIDENCED_BY {idem: row.idem, available_by: row.available_by,
+CREATE (f)-[:EVIDENCED_BY {idem: row.idem, available_by: $times[row.available_by],
                            recorded_at: $recorded_at}]->(s)
 RETURN count(f) AS added
 

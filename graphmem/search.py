@@ -236,11 +236,12 @@ def _fact_hits(tx: Tx, scope: Scope, keys: dict[tuple[str, ...], dict[str, tuple
                ev: Evaluation) -> list[_Hit]:
     """Run the read rule on the matched keys; a key is a hit if a matched version survives."""
     order = list(keys)
+    times = facts.Times()
     reads = [{"i": i, "entity": k[0], "attribute": k[1], "unit": k[2], "definition": k[3],
-              "period": k[4], "valid_from": None, "valid_to": None, "cutoff": cutoff,
-              "known_at": known_at, "idem": None} for i, k in enumerate(order)]
+              "period": k[4], "valid_from": None, "valid_to": None, "cutoff": times.ref(cutoff),
+              "known_at": times.ref(known_at), "idem": None} for i, k in enumerate(order)]
     hits = []
-    for row in tx.run("fact.read", reads=reads, **req, **facts.scope_params(scope)):
+    for row in tx.run("fact.read", reads=reads, times=times.values, **req, **facts.scope_params(scope)):
         matched = keys[order[row["i"]]]
         stage = {x["version_id"]: x["by"] for x in row["removed"]}
         kept = [vid for vid in matched if stage.get(vid) is None]
