@@ -553,7 +553,7 @@ def run_size(versions: int, reads: int, seed: int, clock: StatementClock,
                        "unit": data.unit(a), "definition": None, "period": data.period(q).text,
                        "valid_from": None, "valid_to": None, "cutoff": 0, "known_at": None,
                        "idem": None}],
-            "times": [cutoff], "min_rank": 0, "kinds": None, "tenant": scope.tenant, "scope": scope.id,
+            "times": [cutoff], "brief": False, "min_rank": 0, "kinds": None, "tenant": scope.tenant, "scope": scope.id,
         }
         batch = [{**params["reads"][0], "i": n, "entity": data.entity(p[0]),
                   "attribute": data.attribute(p[1]), "unit": data.unit(p[1]),
@@ -565,7 +565,8 @@ def run_size(versions: int, reads: int, seed: int, clock: StatementClock,
             "latest_lookup": profile(driver, database, LATEST_CYPHER,
                                      {"uid": uid_of((e, a, q, cutoff))}),
             f"fact.read x{len(batch)} (a write-path batch)": profile(
-                driver, database, QUERIES["fact.read"], {**params, "reads": batch, "times": batch_times}),
+                driver, database, QUERIES["fact.read"],
+                {**params, "reads": batch, "times": batch_times, "brief": True}),
         }
         if drop:
             out["drop_s"] = drop_tenant(driver, database, tenant)
@@ -628,7 +629,7 @@ def reread(specs: list[tuple[str, int]], reads: int, seed: int) -> list[dict[str
                     "definition": None, "period": d.period(q).text, "valid_from": None,
                     "valid_to": None, "cutoff": 0, "known_at": None, "idem": None}
             prof = profile(driver, database, QUERIES["fact.read"],
-                           {"reads": [read], "times": [cutoff], "min_rank": 0, "kinds": None,
+                           {"reads": [read], "times": [cutoff], "brief": False, "min_rank": 0, "kinds": None,
                             "tenant": c["scope"].tenant, "scope": c["scope"].id})
             out.append({
                 "tenant": c["tenant"], "versions": c["versions"], "n": reads,

@@ -83,15 +83,20 @@ WITH r, K, k, stored, recorded, present, public, valid, live, required, kept, fi
      reduce(vals = [], v IN final |
        CASE WHEN v.f.value_type + ':' + v.f.value IN vals THEN vals
             ELSE vals + (v.f.value_type + ':' + v.f.value) END) AS values
-RETURN r.i AS i, K AS known_at,
-       k {.uid, .entity, .attribute, .unit, .definition, .period, .period_start, .period_end,
-          .revision} AS key,
+// With $brief (the write path, which only compares values) a row carries just the
+// candidates' ids and values: decoding times and maps in the Python driver costs far
+// more than computing them.
+RETURN r.i AS i, CASE WHEN NOT $brief THEN K END AS known_at,
+       CASE WHEN NOT $brief THEN k {.uid, .entity, .attribute, .unit, .definition, .period,
+                                    .period_start, .period_end, .revision} END AS key,
        CASE size(values) WHEN 0 THEN 'not_found' WHEN 1 THEN 'active' ELSE 'conflicted' END AS status,
-       // only what an answer shows of each candidate (rows are decoded in Python)
-       [v IN final | {f: {version_id: v.f.version_id, value: v.f.value, value_type: v.f.value_type,
-                          available_by: v.f.available_by, recorded_at: v.f.recorded_at,
-                          revision: v.f.revision, erased_at: v.f.erased_at},
-                      live: v.live, rank: v.rank}] AS candidates,
+       // only what an answer shows of each candidate
+       [v IN final | CASE WHEN $brief
+          THEN {f: {version_id: v.f.version_id, value: v.f.value, value_type: v.f.value_type}}
+          ELSE {f: {version_id: v.f.version_id, value: v.f.value, value_type: v.f.value_type,
+                    available_by: v.f.available_by, recorded_at: v.f.recorded_at,
+                    revision: v.f.revision, erased_at: v.f.erased_at},
+                live: v.live, rank: v.rank} END] AS candidates,
        {versions: size(stored),
         known_at: size(stored) - size(recorded),
         erased: size(recorded) - size(present),
@@ -106,7 +111,7 @@ RETURN r.i AS i, K AS known_at,
        END AS already,
        // which filter above removed each version (null: it is among the candidates), for
        // search explain and context trace; the same lists as `explain`, per version.
-       [v IN stored | {version_id: v.f.version_id, by: CASE
+       CASE WHEN NOT $brief THEN [v IN stored | {version_id: v.f.version_id, by: CASE
           WHEN NOT v IN recorded THEN 'known_at'
           WHEN NOT v IN present THEN 'erased'
           WHEN NOT v IN public THEN 'cutoff'
@@ -115,7 +120,7 @@ RETURN r.i AS i, K AS known_at,
           WHEN NOT v.f.version_id IN [x IN required | x.f.version_id] THEN 'evidence'
           WHEN NOT v.f.version_id IN [x IN kept | x.f.version_id] THEN 'outranked'
           WHEN NOT v.f.version_id IN [x IN final | x.f.version_id] THEN 'superseded'
-          END}] AS removed
+          END}] END AS removed
 
 // name: fact.existing
 // Which of these keys are stored, with their revision: only those need the read rule

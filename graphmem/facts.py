@@ -315,7 +315,8 @@ def _decide(tx: Tx, params: dict[str, Any], batch: list[Assertion], recorded_at:
               "idem": a.idem} for n, a in enumerate(batch) if a.key.uid in stored]
     if not reads:
         return decisions
-    for row in tx.run("fact.read", reads=reads, times=times.values, min_rank=0, kinds=None, **params):
+    for row in tx.run("fact.read", reads=reads, times=times.values, brief=True, min_rank=0, kinds=None,
+                      **params):
         a = batch[row["i"]]
         if row["already"]:
             decisions[row["i"]] = ("unchanged", row["already"])
@@ -496,7 +497,8 @@ def read_answers(
     """One Answer per fact key the selector matches (not_found ones included)."""
     times = Times()
     reads = [{"i": 0, **selector, "cutoff": times.ref(cutoff), "known_at": times.ref(known_at), "idem": None}]
-    rows = tx.run("fact.read", reads=reads, times=times.values, **require_params(require), **scope_params(scope))
+    rows = tx.run("fact.read", reads=reads, times=times.values, brief=False, **require_params(require),
+                  **scope_params(scope))
     return [_answer(row, cutoff) for row in rows]
 
 

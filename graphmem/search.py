@@ -241,7 +241,8 @@ def _fact_hits(tx: Tx, scope: Scope, keys: dict[tuple[str, ...], dict[str, tuple
               "period": k[4], "valid_from": None, "valid_to": None, "cutoff": times.ref(cutoff),
               "known_at": times.ref(known_at), "idem": None} for i, k in enumerate(order)]
     hits = []
-    for row in tx.run("fact.read", reads=reads, times=times.values, **req, **facts.scope_params(scope)):
+    for row in tx.run("fact.read", reads=reads, times=times.values, brief=False, **req,
+                      **facts.scope_params(scope)):
         matched = keys[order[row["i"]]]
         stage = {x["version_id"]: x["by"] for x in row["removed"]}
         kept = [vid for vid in matched if stage.get(vid) is None]
