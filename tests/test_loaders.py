@@ -251,7 +251,12 @@ def _unknown_unit(data):
 )
 def test_malformed_companyfacts_raise_and_write_nothing(mem, scope, tmp_path, change, where,
                                                         reason):
-    path = _broken(tmp_path, change)
+    _refused(mem, scope, _broken(tmp_path, change), where, reason)
+
+
+def _refused(mem, scope, path: Path, where: str, reason: str) -> None:
+    """Loading ``path`` raises an InputError naming the file, the place and the reason,
+    and writes nothing."""
     with pytest.raises(InputError) as info:
         sec.load(mem, scope, path)
     message = str(info.value)
@@ -477,11 +482,7 @@ _ROW = '{"end": "2020-12-31", "val": 1, "accn": "0000000001-21-000001", "form": 
 def test_companyfacts_structure_is_checked_as_it_streams(mem, scope, tmp_path, text, where, reason):
     path = tmp_path / "structure.json"
     path.write_text(text)
-    with pytest.raises(InputError) as info:
-        sec.load(mem, scope, path)
-    message = str(info.value)
-    assert str(path) in message and where in message and reason in message, message
-    assert counts(mem, scope) == EMPTY
+    _refused(mem, scope, path, where, reason)
 
 
 def test_labels_and_descriptions_are_read_past(mem, scope, tmp_path):
