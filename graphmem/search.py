@@ -44,6 +44,7 @@ memory outrank a primary one (the poisoning defence), and within a tier the text
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import re
 from collections import Counter
@@ -216,17 +217,24 @@ def evaluate(tx: Tx, scope: Scope, q: dict[str, Any], exhaustive: bool = False
         return _key(max(r for _, _, r in m.values()), max(s for s, _, _ in m.values()),
                     max(a for _, a, _ in m.values()), min(m))
 
-    pending = sorted(keys, key=bound)
+    bounds = {k: bound(k) for k in keys}
+    pending = sorted(keys, key=bounds.__getitem__)
+    ev.ranked.sort(key=_Hit.key)
+    limit = q["limit"]
     # a little more than the limit first (some will be filtered), then doubling batches
-    size = len(pending) if exhaustive else q["limit"] + max(2, q["limit"] // 2)
+    size = len(pending) if exhaustive else limit + max(2, limit // 2)
     while pending:
-        batch, pending, size = pending[:size], pending[size:], size * 2
+        # only keys whose bound is above the limit-th rank so far can still enter (the
+        # other memories may settle the limit before any fact key is read)
+        reach = len(pending) if exhaustive or len(ev.ranked) < limit else bisect.bisect_left(
+            pending, ev.ranked[limit - 1].key(), key=bounds.__getitem__)
+        if not reach:
+            break
+        batch, pending = pending[:min(size, reach)], pending[min(size, reach):]
+        size *= 2
         ev.ranked += _fact_hits(tx, scope, {k: keys[k] for k in batch}, cutoff, known_at, req,
                                 ev)
         ev.ranked.sort(key=_Hit.key)
-        if pending and len(ev.ranked) >= q["limit"] and \
-                ev.ranked[q["limit"] - 1].key() < bound(pending[0]):
-            break  # the limit best rank strictly above anything left could
     ev.unevaluated = sum(len(keys[k]) for k in pending)
     return ev
 
