@@ -438,14 +438,19 @@ def erase_reach(tx: Tx, scope: Scope, version_ids: Sequence[str]) -> list[str]:
 
 
 def erase_cascade(tx: Tx, scope: Scope, *, record_id: str, entity_uid: str | None,
-                  source_uid: str | None, version_ids: Sequence[str], at: Any) -> None:
+                  source_uid: str | None, version_ids: Sequence[str], names: Sequence[str],
+                  at: Any) -> None:
     """After ``lifecycle.erase``: erase the experiences, task states and candidates that
     used the entity or source, scrub their lines (and the erased facts') from context
-    snapshot renderings, and take all of it out of the search index."""
+    snapshot renderings, remove the search query of the snapshots that considered any of
+    it or name it (``names``, from ``context.erase_names``), and take all of it out of the
+    search index."""
     params = facts.scope_params(scope)
     tx.run("cascade.erase_memories", record_id=record_id, entity_uid=entity_uid,
            source_uid=source_uid, recorded_at=at, **params)
     tx.run("cascade.scrub_snapshots", record_id=record_id, recorded_at=at, **params)
+    tx.run("context.scrub_queries", record_id=record_id, names=list(names), recorded_at=at,
+           **params)
     touched = list(version_ids)
     if source_uid is not None:  # versions that keep other evidence no longer name it
         row = tx.one("cascade.source_facts", source_uid=source_uid, **params)

@@ -101,14 +101,25 @@ def _phrase(token: str) -> str:
     return '"' + token.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def tokens(text: str) -> list[str]:
+    """A text's words as a query takes them: split on whitespace, edge punctuation off,
+    words without a letter or digit dropped."""
+    return [t for t in (raw.strip(_EDGES) for raw in text.split()) if any(c.isalnum() for c in t)]
+
+
+def words(*texts: str | None) -> str:
+    """Texts as one lower-case string of whole words with a space on each side, so that
+    ``" " + name + " "`` is found in it only as a sequence of whole words."""
+    return " " + " ".join(t.lower() for text in texts if text for t in tokens(text)) + " "
+
+
 def lucene(scope: Scope, text: str | None, match: str, entity: str | None) -> str:
     """The full-text query: the scope token, the text's terms, the entity id if given."""
     parts = [f"+search_scope:{_phrase(indexing.scope_token(scope))}^0"]
     if text is not None:
         clauses = []
-        for raw in text.split():
-            token = raw.strip(_EDGES)
-            if not any(ch.isalnum() for ch in token) or token.lower() in STOP_WORDS:
+        for token in tokens(text):
+            if token.lower() in STOP_WORDS:
                 continue
             required = match == "all" or _identifier(token)
             clauses.append(("+" if required else "") + _phrase(token))

@@ -537,6 +537,38 @@ def test_erasing_a_source_reaches_derived_facts_memories_candidates_and_renderin
     assert "ledger 918273" not in scrubbed.rendered
 
 
+def test_erasing_an_entity_or_source_removes_the_snapshot_queries_that_name_it(w):
+    w.source("10q", t("2024-05-01"), title="quarterly report")
+    w.source("leak", t("2024-05-01"), title="customer ledger export")
+    w.fact(Decimal("100"), "10q")
+    w.fact(Decimal("50"), "10q", entity="globex")
+    w.fact(Decimal("7"), "leak", entity="globex", attribute="balance")
+
+    def snapshot(task: str, text: str, **kw) -> str:
+        found = w.search(text, **kw)
+        return w.mem.build_context(w.scope, task_id=task, memories=found,
+                                   token_budget=4000).snapshot_id
+
+    about_acme = snapshot("T1", "revenue", entity="acme")  # found acme's fact (considered)
+    by_name = snapshot("T2", "Acme Corp dividends")  # names acme, found nothing
+    by_alias = snapshot("T3", "ACME, please")
+    unrelated = snapshot("T4", "globex revenue")
+    ledger = snapshot("T5", "customer ledger export balance")  # names the source's title
+    word_only = snapshot("T6", "customer", types=["task_state"])  # a word of the title only
+
+    w.mem.erase(w.scope, entity="acme", reason="right to be forgotten")
+    for sid in (about_acme, by_name, by_alias):
+        ctx = w.mem.context_snapshot(w.scope, sid)
+        assert ctx.query is None, sid
+        assert w.mem.trace(w.scope, sid, "fv_nothing").outcome == "not_stored"
+    assert w.mem.context_snapshot(w.scope, unrelated).query.text == "globex revenue"
+
+    w.mem.erase(w.scope, source_id="leak", reason="GDPR request")
+    assert w.mem.context_snapshot(w.scope, ledger).query is None
+    assert w.mem.context_snapshot(w.scope, word_only).query.text == "customer"
+    assert w.mem.context_snapshot(w.scope, unrelated).query.text == "globex revenue"
+
+
 def test_erasing_an_entity_reaches_its_memories_and_what_was_derived_from_it(w):
     w.source("10q", t("2024-05-01"))
     acme = w.fact(Decimal("100"), "10q")
