@@ -12,8 +12,8 @@ One read transaction, three steps, nothing ranked or cut before every filter ran
    reason. The rule is not re-implemented here.
 3. rank what is left, and only then apply ``limit``.
 
-Step 2 costs one read-rule evaluation per fact key, so it runs in batches (the limit
-and a half, then doubling), best candidates first. Before the rule runs, each key's rank
+Step 2 costs one read-rule evaluation per fact key, so it runs in batches (the limit,
+then doubling), best candidates first. Before the rule runs, each key's rank
 has a bound - its strongest source's authority, its best text score, its latest
 availability, its smallest version id, over the versions that matched - which the
 read rule's answer can only equal or fall below. Once ``limit`` hits rank strictly
@@ -232,8 +232,9 @@ def evaluate(tx: Tx, scope: Scope, q: dict[str, Any], exhaustive: bool = False
     pending = sorted(keys, key=bounds.__getitem__)
     ev.ranked.sort(key=_Hit.key)
     limit = q["limit"]
-    # a little more than the limit first (some will be filtered), then doubling batches
-    size = len(pending) if exhaustive else limit + max(2, limit // 2)
+    # the limit first (a key the rule removes whole is rare: each row costs more to decode
+    # than a second round trip), then doubling batches
+    size = len(pending) if exhaustive else limit
     while pending:
         # only keys whose bound is above the limit-th rank so far can still enter (the
         # other memories may settle the limit before any fact key is read)
