@@ -398,6 +398,21 @@ def test_a_broad_search_stops_evaluating_once_the_limit_is_settled(w):
     assert len(everything.hits) == 30 + 10 - 4
 
 
+def test_memories_that_settle_the_limit_leave_every_fact_key_unread(w):
+    w.source("10k", t("2025-02-01"), publisher="cik:1")
+    w.source("blog", t("2024-05-02"), authority="inference")
+    for i in range(3):
+        w.experience("10k", trigger=f"acme filing parse failed, attempt {i}", entities=("acme",))
+    blog = [w.fact(Decimal(i), "blog", attribute=f"rumour_{i}") for i in range(5)]
+    w.mem.invalidate(w.scope, blog[0].version_id, "wrong")
+    bounded = w.search("acme", limit=3)
+    everything = w.search("acme", limit=1000)
+    assert [h.type for h in bounded.hits] == ["experience"] * 3  # primary above inference
+    assert [h.memory_id for h in bounded.hits] == [h.memory_id for h in everything.hits[:3]]
+    assert bounded.explain.unevaluated == 5 and bounded.explain.removed == {}
+    assert everything.explain.removed == {"invalidated": 1} and len(everything.hits) == 7
+
+
 # ------------------------------------------------------------------ scope and input
 
 
