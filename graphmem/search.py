@@ -19,7 +19,9 @@ availability, its smallest version id, over the versions that matched - which th
 read rule's answer can only equal or fall below. Once ``limit`` hits rank strictly
 above the best bound left, the remaining keys cannot reach the result whatever their
 status and are not evaluated (``explain.unevaluated`` counts their versions;
-``explain.removed`` then covers the evaluated ones). Nothing filtered ever takes a
+``explain.removed`` then covers the evaluated ones). This is checked before every batch,
+the first included (experiences and task states may settle the limit on their own), and
+a batch holds only keys whose bound is above the limit-th rank so far. Nothing filtered ever takes a
 place in the result, and no memory that passes the filters is displaced.
 ``trace`` evaluates exhaustively.
 
