@@ -413,6 +413,21 @@ def test_memories_that_settle_the_limit_leave_every_fact_key_unread(w):
     assert everything.explain.removed == {"invalidated": 1} and len(everything.hits) == 7
 
 
+def test_a_search_whose_best_fact_keys_are_all_filtered_reads_on_to_the_others(w):
+    w.source("10q", t("2024-05-01"), publisher="cik:1")
+    w.source("10k", t("2025-02-01"), publisher="cik:1")
+    wrong = [w.fact(Decimal(i), "10k", attribute=f"metric_{i}") for i in range(5)]
+    for v in wrong:  # the best bounds (latest), all invalidated
+        w.mem.invalidate(w.scope, v.version_id, "wrong")
+    kept = [w.fact(Decimal(i), "10q", attribute=f"other_{i}") for i in range(3)]
+    one = w.search("acme", limit=1)
+    everything = w.search("acme", limit=1000)
+    assert [h.memory_id for h in one.hits] == [everything.hits[0].memory_id]
+    assert {h.memory_id for h in everything.hits} == {v.version_id for v in kept}
+    assert one.explain.removed == {"invalidated": 5} == everything.explain.removed
+    assert one.explain.unevaluated + len(one.hits) + one.explain.below_limit == 3
+
+
 # ------------------------------------------------------------------ scope and input
 
 
