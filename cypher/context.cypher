@@ -9,7 +9,8 @@ CREATE (s:Record:ContextSnapshot {
   rendered: $rendered, rendered_hash: $rendered_hash, echo_hash: $echo_hash,
   token_budget: $token_budget, tokens_used: $tokens_used, tokens_considered: $tokens_considered,
   tokenizer: $tokenizer, considered: $considered, included: $included, cut: $cut,
-  items: $items, query: $query, cutoff: $cutoff, known_at: $known_at, recorded_at: $recorded_at})
+  items: $items, query: $query, query_words: $query_words, cutoff: $cutoff, known_at: $known_at,
+  recorded_at: $recorded_at})
 WITH s
 CALL (s) {
   UNWIND $lines AS line
@@ -23,6 +24,33 @@ CALL (s) {
                          tokens: line.tokens, text: line.text, line_hash: line.line_hash,
                          claim_hash: line.claim_hash}]->(n)
 }
+RETURN s.id AS id
+
+// name: context.erase_names
+// The names an erasure's target is known by, read before lifecycle.erase removes them:
+// an entity's id, name and aliases, or a source's id and title.
+OPTIONAL MATCH (e:Entity {uid: $entity_uid})
+WHERE e.tenant = $tenant AND e.scope = $scope
+OPTIONAL MATCH (s:Source {uid: $source_uid})
+WHERE s.tenant = $tenant AND s.scope = $scope
+RETURN [n IN [e.id, e.name] + coalesce(e.aliases, []) + [s.id, s.title] WHERE n IS NOT NULL]
+         AS names
+
+// name: context.scrub_queries
+// The search query of every snapshot an erasure reaches goes (the snapshot keeps what it
+// considered, included and cut, by id): a snapshot that considered a memory the erasure
+// erased, or whose query names the erased entity or source ($names: each a sequence of
+// whole words, as graphmem.search.words writes them, found in the query's words).
+MATCH (x:Record:Erasure {id: $record_id})
+WHERE x.tenant = $tenant AND x.scope = $scope
+WITH x, COLLECT { MATCH (x)-[:ERASES]->(n) RETURN coalesce(n.version_id, n.memory_id, n.id) }
+          AS erased
+MATCH (s:ContextSnapshot)
+WHERE s.tenant = $tenant AND s.scope = $scope AND s.query IS NOT NULL
+  AND (any(m IN s.considered WHERE m IN erased)
+       OR any(name IN $names WHERE s.query_words CONTAINS name))
+SET s.query = null, s.query_words = null, s.erased_at = coalesce(s.erased_at, $recorded_at)
+MERGE (x)-[:ERASES]->(s)
 RETURN s.id AS id
 
 // name: context.get

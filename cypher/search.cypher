@@ -94,44 +94,56 @@ CALL (K, C) {
        CASE WHEN n:Fact THEN 'fact' WHEN n:Experience THEN 'experience'
             WHEN n:TaskState THEN 'task_state' ELSE 'candidate' END AS type
   OPTIONAL MATCH (n)-[:VERSION_OF]->(k:FactKey)
+  // Each subquery starts with a guard on values it imports, which the planner checks
+  // before expanding: the entity's only when an entity is asked for, the rest only for
+  // the hits that every cheaper filter kept (the type it concerns, not yet removed).
   WITH n, score, type, k,
-       // the strongest source of a fact version: an upper bound of the authority the
-       // read rule can give it
-       COLLECT { MATCH (n)-[:EVIDENCED_BY]->(s:Source) RETURN s.authority_rank
-                 ORDER BY s.authority_rank DESC LIMIT 1 } AS strongest,
-       // an experience's validating sources public by C and not retracted by K
-       COLLECT { MATCH (n)-[v:VALIDATED_BY]->(s:Source)
-                 WHERE v.recorded_at <= K AND s.available_by <= C
-                   AND NOT EXISTS { (s)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= K }
-                 RETURN {rank: s.authority_rank, kind: s.kind} } AS live,
-       EXISTS { (k)-[:ABOUT]->(:Entity {uid: $entity_uid}) } AS key_about,
-       EXISTS { (n)-[:ABOUT]->(:Entity {uid: $entity_uid}) } AS memory_about,
-       EXISTS { MATCH (o:TaskState {tenant: $tenant, task_id: n.task_id})
-                WHERE o.scope = $scope AND o.revision > n.revision
-                  AND o.recorded_at <= K AND o.available_by <= C } AS newer
-  WITH n, score, type, k, strongest, newer,
-       reduce(m = null, e IN live |
-              CASE WHEN e.rank >= $min_rank AND ($kinds IS NULL OR e.kind IN $kinds)
-                        AND (m IS NULL OR e.rank > m) THEN e.rank ELSE m END) AS required,
-       size(live) AS live,
-       CASE type WHEN 'fact' THEN key_about
-                 WHEN 'candidate' THEN $entity_uid IN coalesce(n.refs, [])
-                 ELSE memory_about END AS about
-  WITH n, score, type, k, strongest, required,
+       EXISTS { MATCH (k)-[:ABOUT]->(e:Entity)
+                WHERE $entity_uid IS NOT NULL AND type = 'fact' AND e.uid = $entity_uid }
+         AS key_about,
+       EXISTS { MATCH (n)-[:ABOUT]->(e:Entity)
+                WHERE $entity_uid IS NOT NULL AND type <> 'fact' AND e.uid = $entity_uid }
+         AS memory_about
+  WITH n, score, type, k,
        CASE
          WHEN NOT coalesce(n.memory_type, type) IN $types THEN 'type'
-         WHEN $entity_uid IS NOT NULL AND NOT about THEN 'entity'
+         WHEN $entity_uid IS NOT NULL AND NOT CASE type WHEN 'fact' THEN key_about
+              WHEN 'candidate' THEN $entity_uid IN coalesce(n.refs, []) ELSE memory_about END
+           THEN 'entity'
          WHEN $task_id IS NOT NULL AND type = 'task_state' AND n.task_id <> $task_id THEN 'task'
          WHEN n.recorded_at > K THEN 'known_at'
          WHEN n.erased_at IS NOT NULL THEN 'erased'
          WHEN type = 'candidate' THEN 'candidate'
          WHEN n.available_by > C THEN 'cutoff'
-         WHEN type = 'fact' THEN null
+       END AS removed_by
+  WITH n, score, type, k, removed_by,
+       // the strongest source of a fact version: an upper bound of the authority the
+       // read rule can give it
+       COLLECT { MATCH (n)-[:EVIDENCED_BY]->(s:Source)
+                 WHERE removed_by IS NULL AND type = 'fact'
+                 RETURN s.authority_rank ORDER BY s.authority_rank DESC LIMIT 1 } AS strongest,
+       // an experience's validating sources public by C and not retracted by K
+       COLLECT { MATCH (n)-[v:VALIDATED_BY]->(s:Source)
+                 WHERE removed_by IS NULL AND type = 'experience'
+                   AND v.recorded_at <= K AND s.available_by <= C
+                   AND NOT EXISTS { (s)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= K }
+                 RETURN {rank: s.authority_rank, kind: s.kind} } AS live,
+       EXISTS { MATCH (o:TaskState {tenant: $tenant, task_id: n.task_id})
+                WHERE removed_by IS NULL AND type = 'task_state'
+                  AND o.scope = $scope AND o.revision > n.revision
+                  AND o.recorded_at <= K AND o.available_by <= C } AS newer
+  WITH n, score, type, k, removed_by, strongest, newer,
+       reduce(m = null, e IN live |
+              CASE WHEN e.rank >= $min_rank AND ($kinds IS NULL OR e.kind IN $kinds)
+                        AND (m IS NULL OR e.rank > m) THEN e.rank ELSE m END) AS required,
+       size(live) AS live
+  WITH n, score, type, k, strongest, required,
+       CASE
+         WHEN removed_by IS NOT NULL OR type = 'fact' THEN removed_by
          WHEN type = 'experience' AND live = 0 THEN 'retracted'
          WHEN type = 'experience' AND required IS NULL THEN 'evidence'
          WHEN type = 'task_state' AND ($min_rank > 0 OR $kinds IS NOT NULL) THEN 'evidence'
          WHEN type = 'task_state' AND newer THEN 'superseded'
-         ELSE null
        END AS removed_by
   // Compact rows (the driver decodes every value): times as epoch milliseconds, a
   // fact's key as a list; removed ids only when asked for (trace), else reasons only.
@@ -151,18 +163,27 @@ CALL (K, C) {
 RETURN K AS known_at, C AS cutoff, matched, reasons, removed, kept
 
 // name: search.memories
-// Experiences and task states by id, with their evidence as of (C, K).
+// Experiences and task states by id, with their evidence as of (C, K). Only the fields
+// a memory shows, and times as microseconds since the epoch: a driver DateTime costs
+// about 40 times a plain integer to decode (graphmem.values.from_micros reads them).
 UNWIND $memory_ids AS mid
 MATCH (m:Memory {memory_id: mid})
 WHERE m.tenant = $tenant AND m.scope = $scope
-RETURN m {.*, type: CASE WHEN m:Experience THEN 'experience' ELSE 'task_state' END} AS m,
+RETURN m {.memory_id, .trigger, .preconditions, .procedure, .outcome, .task_id, .goal,
+          .checkpoint, .open_items, .artifact_refs, .revision,
+          type: CASE WHEN m:Experience THEN 'experience' ELSE 'task_state' END,
+          available_by: m.available_by.epochSeconds * 1000000 + m.available_by.nanosecond / 1000,
+          recorded_at: m.recorded_at.epochSeconds * 1000000 + m.recorded_at.nanosecond / 1000,
+          erased: m.erased_at IS NOT NULL} AS m,
        COLLECT { MATCH (m)-[:ABOUT]->(e:Entity) RETURN e.id ORDER BY e.id } AS entities,
        COLLECT {
          MATCH (m)-[v:VALIDATED_BY]->(s:Source)
          WHERE v.recorded_at <= $known_at
          RETURN {source_id: s.id, kind: s.kind, authority: s.authority, rank: s.authority_rank,
                  publisher: s.publisher, uri: s.uri, title: s.title,
-                 available_by: s.available_by, recorded_at: v.recorded_at,
+                 available_by: s.available_by.epochSeconds * 1000000
+                               + s.available_by.nanosecond / 1000,
+                 recorded_at: v.recorded_at.epochSeconds * 1000000 + v.recorded_at.nanosecond / 1000,
                  retracted: EXISTS { (s)<-[:RETRACTS]-(x:Retraction)
                                      WHERE x.recorded_at <= $known_at }}
        } AS ev

@@ -27,7 +27,10 @@ whole and never exceeds the budget.
 considered, included and cut, token counts, the rendering and its SHA-256, the search
 query it came from, linked by ``INCLUDED`` (rendered line, line and claim hashes) to
 every memory node it rendered. The echo guard reads these hashes; an erasure scrubs an
-erased memory's line from every rendering.
+erased memory's line from every rendering, and removes the search query of every
+snapshot that considered an erased memory or whose query names the erased entity or
+source (its id, name, an alias or a source title, as whole words of the query text or
+its entity selector; the query's words are kept for that as ``query_words``).
 
 **Trace.** ``trace`` says what happened to a memory on its way into one snapshot:
 included, cut for budget, found by the search but not considered, filtered (by which
@@ -260,13 +263,26 @@ def record(tx: Tx, scope: Scope, *, task_id: str, memories: Any, token_budget: i
            considered=[m for i in p.included + p.cut for m in i.memory_ids],
            included=[m for i in p.included for m in i.memory_ids],
            cut=[m for i in p.cut for m in i.memory_ids], items=json.dumps(items),
-           query=query.model_dump_json() if query else None, cutoff=cutoff, known_at=known_at,
+           query=query.model_dump_json() if query else None,
+           query_words=search.words(query.text, query.entity) if query else None,
+           cutoff=cutoff, known_at=known_at,
            lines=p.lines, recorded_at=at, **facts.scope_params(scope))
     return Context(snapshot_id=snapshot_id, task_id=task_id, rendered=p.rendered,
                    rendered_hash=rendered_hash, token_budget=token_budget,
                    tokens_used=p.tokens_used, tokens_considered=p.tokens_considered,
                    tokenizer=name, included=tuple(p.included), cut=tuple(p.cut),
                    cutoff=cutoff, known_at=known_at, recorded_at=at, query=query)
+
+
+def erase_names(tx: Tx, scope: Scope, entity_uid: str | None, source_uid: str | None
+                ) -> list[str]:
+    """What the erased entity or source is called (id, name, aliases; id, title), as
+    ``search.words``: read before ``lifecycle.erase`` removes it, so that the cascade can
+    find the snapshot queries that name it."""
+    row = tx.one("context.erase_names", entity_uid=entity_uid, source_uid=source_uid,
+                 **facts.scope_params(scope))
+    named = [search.words(n) for n in (row["names"] if row else [])]
+    return [n for n in named if n.strip()]
 
 
 # ---------------------------------------------------------------- reading back, trace
@@ -350,7 +366,8 @@ def _step(tx: Tx, scope: Scope, ctx: Context, memory_id: str,
                          detail="stored only as a candidate awaiting review; never live")
     if evaluation is None:
         return TraceStep(memory_id=memory_id, outcome="not_considered",
-                         detail="not passed to build_context (no search query was recorded)")
+                         detail="not passed to build_context (no search query was recorded, "
+                                "or an erasure removed it)")
     for position, hit in enumerate(evaluation.ranked, 1):
         shown = ([hit.memory_id] if hit.answer is None else
                  [v.version_id for v in ([hit.answer.version] if hit.answer.version

@@ -52,7 +52,7 @@ from .models import (
     TaskStateIn,
     authority_of,
 )
-from .values import decode, digest, encode
+from .values import decode, digest, encode, from_micros
 
 APPROVAL_KIND = "approval"
 
@@ -406,11 +406,11 @@ def load_memories(tx: Tx, scope: Scope, memory_ids: Sequence[str], *, known_at: 
     for row in rows:
         m = row["m"]
         common = {"memory_id": m["memory_id"], "entities": tuple(row["entities"]),
-                  "available_by": facts.native(m["available_by"]),
-                  "recorded_at": facts.native(m["recorded_at"]),
-                  "erased": m.get("erased_at") is not None}
+                  "available_by": from_micros(m["available_by"]),
+                  "recorded_at": from_micros(m["recorded_at"]), "erased": m["erased"]}
         if m["type"] == "experience":
-            ev = _evidence(row["ev"])
+            ev = _evidence({**e, "available_by": from_micros(e["available_by"]),
+                            "recorded_at": from_micros(e["recorded_at"])} for e in row["ev"])
             live = [e.authority.rank for e in ev if not e.retracted and e.available_by <= limit]
             out[m["memory_id"]] = Experience(
                 trigger=m.get("trigger"), preconditions=tuple(m.get("preconditions") or ()),
@@ -438,14 +438,19 @@ def erase_reach(tx: Tx, scope: Scope, version_ids: Sequence[str]) -> list[str]:
 
 
 def erase_cascade(tx: Tx, scope: Scope, *, record_id: str, entity_uid: str | None,
-                  source_uid: str | None, version_ids: Sequence[str], at: Any) -> None:
+                  source_uid: str | None, version_ids: Sequence[str], names: Sequence[str],
+                  at: Any) -> None:
     """After ``lifecycle.erase``: erase the experiences, task states and candidates that
     used the entity or source, scrub their lines (and the erased facts') from context
-    snapshot renderings, and take all of it out of the search index."""
+    snapshot renderings, remove the search query of the snapshots that considered any of
+    it or name it (``names``, from ``context.erase_names``), and take all of it out of the
+    search index."""
     params = facts.scope_params(scope)
     tx.run("cascade.erase_memories", record_id=record_id, entity_uid=entity_uid,
            source_uid=source_uid, recorded_at=at, **params)
     tx.run("cascade.scrub_snapshots", record_id=record_id, recorded_at=at, **params)
+    tx.run("context.scrub_queries", record_id=record_id, names=list(names), recorded_at=at,
+           **params)
     touched = list(version_ids)
     if source_uid is not None:  # versions that keep other evidence no longer name it
         row = tx.one("cascade.source_facts", source_uid=source_uid, **params)

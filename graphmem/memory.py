@@ -336,6 +336,7 @@ class Memory:
             targets = tx.one("lifecycle.erase_targets", entity_uid=e_uid, source_uid=s_uid, **params)
             version_ids = governance.erase_reach(tx, scope, targets["version_ids"] if targets else [])
             record_id = digest(scope.id, e_uid, s_uid, at, prefix="era_")
+            names = contexts.erase_names(tx, scope, e_uid, s_uid)
             row = tx.one(
                 "lifecycle.erase",
                 version_ids=version_ids,
@@ -349,7 +350,8 @@ class Memory:
                 **params,
             )
             governance.erase_cascade(tx, scope, record_id=record_id, entity_uid=e_uid,
-                                     source_uid=s_uid, version_ids=version_ids, at=at)
+                                     source_uid=s_uid, version_ids=version_ids, names=names,
+                                     at=at)
             return int(row["erased"]) if row else 0
 
         return self.write(scope, "erase", work)

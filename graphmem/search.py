@@ -12,14 +12,16 @@ One read transaction, three steps, nothing ranked or cut before every filter ran
    reason. The rule is not re-implemented here.
 3. rank what is left, and only then apply ``limit``.
 
-Step 2 costs one read-rule evaluation per fact key, so it runs in batches (the limit
-and a half, then doubling), best candidates first. Before the rule runs, each key's rank
+Step 2 costs one read-rule evaluation per fact key, so it runs in batches (the limit,
+then doubling), best candidates first. Before the rule runs, each key's rank
 has a bound - its strongest source's authority, its best text score, its latest
 availability, its smallest version id, over the versions that matched - which the
 read rule's answer can only equal or fall below. Once ``limit`` hits rank strictly
 above the best bound left, the remaining keys cannot reach the result whatever their
 status and are not evaluated (``explain.unevaluated`` counts their versions;
-``explain.removed`` then covers the evaluated ones). Nothing filtered ever takes a
+``explain.removed`` then covers the evaluated ones). This is checked before every batch,
+the first included (experiences and task states may settle the limit on their own), and
+a batch holds only keys whose bound is above the limit-th rank so far. Nothing filtered ever takes a
 place in the result, and no memory that passes the filters is displaced.
 ``trace`` evaluates exhaustively.
 
@@ -44,6 +46,7 @@ memory outrank a primary one (the poisoning defence), and within a tier the text
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import re
 from collections import Counter
@@ -100,14 +103,25 @@ def _phrase(token: str) -> str:
     return '"' + token.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def tokens(text: str) -> list[str]:
+    """A text's words as a query takes them: split on whitespace, edge punctuation off,
+    words without a letter or digit dropped."""
+    return [t for t in (raw.strip(_EDGES) for raw in text.split()) if any(c.isalnum() for c in t)]
+
+
+def words(*texts: str | None) -> str:
+    """Texts as one lower-case string of whole words with a space on each side, so that
+    ``" " + name + " "`` is found in it only as a sequence of whole words."""
+    return " " + " ".join(t.lower() for text in texts if text for t in tokens(text)) + " "
+
+
 def lucene(scope: Scope, text: str | None, match: str, entity: str | None) -> str:
     """The full-text query: the scope token, the text's terms, the entity id if given."""
     parts = [f"+search_scope:{_phrase(indexing.scope_token(scope))}^0"]
     if text is not None:
         clauses = []
-        for raw in text.split():
-            token = raw.strip(_EDGES)
-            if not any(ch.isalnum() for ch in token) or token.lower() in STOP_WORDS:
+        for token in tokens(text):
+            if token.lower() in STOP_WORDS:
                 continue
             required = match == "all" or _identifier(token)
             clauses.append(("+" if required else "") + _phrase(token))
@@ -216,17 +230,25 @@ def evaluate(tx: Tx, scope: Scope, q: dict[str, Any], exhaustive: bool = False
         return _key(max(r for _, _, r in m.values()), max(s for s, _, _ in m.values()),
                     max(a for _, a, _ in m.values()), min(m))
 
-    pending = sorted(keys, key=bound)
-    # a little more than the limit first (some will be filtered), then doubling batches
-    size = len(pending) if exhaustive else q["limit"] + max(2, q["limit"] // 2)
+    bounds = {k: bound(k) for k in keys}
+    pending = sorted(keys, key=bounds.__getitem__)
+    ev.ranked.sort(key=_Hit.key)
+    limit = q["limit"]
+    # the limit first (a key the rule removes whole is rare: each row costs more to decode
+    # than a second round trip), then doubling batches
+    size = len(pending) if exhaustive else limit
     while pending:
-        batch, pending, size = pending[:size], pending[size:], size * 2
+        # only keys whose bound is above the limit-th rank so far can still enter (the
+        # other memories may settle the limit before any fact key is read)
+        reach = len(pending) if exhaustive or len(ev.ranked) < limit else bisect.bisect_left(
+            pending, ev.ranked[limit - 1].key(), key=bounds.__getitem__)
+        if not reach:
+            break
+        batch, pending = pending[:min(size, reach)], pending[min(size, reach):]
+        size *= 2
         ev.ranked += _fact_hits(tx, scope, {k: keys[k] for k in batch}, cutoff, known_at, req,
                                 ev)
         ev.ranked.sort(key=_Hit.key)
-        if pending and len(ev.ranked) >= q["limit"] and \
-                ev.ranked[q["limit"] - 1].key() < bound(pending[0]):
-            break  # the limit best rank strictly above anything left could
     ev.unevaluated = sum(len(keys[k]) for k in pending)
     return ev
 

@@ -398,6 +398,36 @@ def test_a_broad_search_stops_evaluating_once_the_limit_is_settled(w):
     assert len(everything.hits) == 30 + 10 - 4
 
 
+def test_memories_that_settle_the_limit_leave_every_fact_key_unread(w):
+    w.source("10k", t("2025-02-01"), publisher="cik:1")
+    w.source("blog", t("2024-05-02"), authority="inference")
+    for i in range(3):
+        w.experience("10k", trigger=f"acme filing parse failed, attempt {i}", entities=("acme",))
+    blog = [w.fact(Decimal(i), "blog", attribute=f"rumour_{i}") for i in range(5)]
+    w.mem.invalidate(w.scope, blog[0].version_id, "wrong")
+    bounded = w.search("acme", limit=3)
+    everything = w.search("acme", limit=1000)
+    assert [h.type for h in bounded.hits] == ["experience"] * 3  # primary above inference
+    assert [h.memory_id for h in bounded.hits] == [h.memory_id for h in everything.hits[:3]]
+    assert bounded.explain.unevaluated == 5 and bounded.explain.removed == {}
+    assert everything.explain.removed == {"invalidated": 1} and len(everything.hits) == 7
+
+
+def test_a_search_whose_best_fact_keys_are_all_filtered_reads_on_to_the_others(w):
+    w.source("10q", t("2024-05-01"), publisher="cik:1")
+    w.source("10k", t("2025-02-01"), publisher="cik:1")
+    wrong = [w.fact(Decimal(i), "10k", attribute=f"metric_{i}") for i in range(5)]
+    for v in wrong:  # the best bounds (latest), all invalidated
+        w.mem.invalidate(w.scope, v.version_id, "wrong")
+    kept = [w.fact(Decimal(i), "10q", attribute=f"other_{i}") for i in range(3)]
+    one = w.search("acme", limit=1)
+    everything = w.search("acme", limit=1000)
+    assert [h.memory_id for h in one.hits] == [everything.hits[0].memory_id]
+    assert {h.memory_id for h in everything.hits} == {v.version_id for v in kept}
+    assert one.explain.removed == {"invalidated": 5} == everything.explain.removed
+    assert one.explain.unevaluated + len(one.hits) + one.explain.below_limit == 3
+
+
 # ------------------------------------------------------------------ scope and input
 
 
@@ -535,6 +565,38 @@ def test_erasing_a_source_reaches_derived_facts_memories_candidates_and_renderin
     assert other.version_id in ctx.rendered and other.version_id in scrubbed.rendered
     assert x.id in scrubbed.rendered and ts.id in scrubbed.rendered  # as tombstones
     assert "ledger 918273" not in scrubbed.rendered
+
+
+def test_erasing_an_entity_or_source_removes_the_snapshot_queries_that_name_it(w):
+    w.source("10q", t("2024-05-01"), title="quarterly report")
+    w.source("leak", t("2024-05-01"), title="customer ledger export")
+    w.fact(Decimal("100"), "10q")
+    w.fact(Decimal("50"), "10q", entity="globex")
+    w.fact(Decimal("7"), "leak", entity="globex", attribute="balance")
+
+    def snapshot(task: str, text: str, **kw) -> str:
+        found = w.search(text, **kw)
+        return w.mem.build_context(w.scope, task_id=task, memories=found,
+                                   token_budget=4000).snapshot_id
+
+    about_acme = snapshot("T1", "revenue", entity="acme")  # found acme's fact (considered)
+    by_name = snapshot("T2", "Acme Corp dividends")  # names acme, found nothing
+    by_alias = snapshot("T3", "ACME, please")
+    unrelated = snapshot("T4", "globex revenue")
+    ledger = snapshot("T5", "customer ledger export balance")  # names the source's title
+    word_only = snapshot("T6", "customer", types=["task_state"])  # a word of the title only
+
+    w.mem.erase(w.scope, entity="acme", reason="right to be forgotten")
+    for sid in (about_acme, by_name, by_alias):
+        ctx = w.mem.context_snapshot(w.scope, sid)
+        assert ctx.query is None, sid
+        assert w.mem.trace(w.scope, sid, "fv_nothing").outcome == "not_stored"
+    assert w.mem.context_snapshot(w.scope, unrelated).query.text == "globex revenue"
+
+    w.mem.erase(w.scope, source_id="leak", reason="GDPR request")
+    assert w.mem.context_snapshot(w.scope, ledger).query is None
+    assert w.mem.context_snapshot(w.scope, word_only).query.text == "customer"
+    assert w.mem.context_snapshot(w.scope, unrelated).query.text == "globex revenue"
 
 
 def test_erasing_an_entity_reaches_its_memories_and_what_was_derived_from_it(w):
