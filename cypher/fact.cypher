@@ -85,8 +85,9 @@ WITH r, K, k, stored, recorded, present, public, valid, live, required, kept, fi
             ELSE vals + (v.f.value_type + ':' + v.f.value) END) AS values
 // With $brief (the write path, which only compares values) a row carries just the
 // candidates' ids and values: decoding times and maps in the Python driver costs far
-// more than computing them.
-RETURN r.i AS i, CASE WHEN NOT $brief THEN K END AS known_at,
+// more than computing them. For the same reason the full projection returns its times
+// as microseconds since the epoch (graphmem.values.from_micros reads them back).
+RETURN r.i AS i, CASE WHEN NOT $brief THEN K.epochSeconds * 1000000 + K.nanosecond / 1000 END AS known_at,
        CASE WHEN NOT $brief THEN k {.uid, .entity, .attribute, .unit, .definition, .period,
                                     .period_start, .period_end, .revision} END AS key,
        CASE size(values) WHEN 0 THEN 'not_found' WHEN 1 THEN 'active' ELSE 'conflicted' END AS status,
@@ -94,9 +95,17 @@ RETURN r.i AS i, CASE WHEN NOT $brief THEN K END AS known_at,
        [v IN final | CASE WHEN $brief
           THEN {f: {version_id: v.f.version_id, value: v.f.value, value_type: v.f.value_type}}
           ELSE {f: {version_id: v.f.version_id, value: v.f.value, value_type: v.f.value_type,
-                    available_by: v.f.available_by, recorded_at: v.f.recorded_at,
-                    revision: v.f.revision, erased_at: v.f.erased_at},
-                live: v.live, rank: v.rank} END] AS candidates,
+                    available_by: v.f.available_by.epochSeconds * 1000000 + v.f.available_by.nanosecond / 1000,
+                    recorded_at: v.f.recorded_at.epochSeconds * 1000000 + v.f.recorded_at.nanosecond / 1000,
+                    revision: v.f.revision,
+                    erased_at: v.f.erased_at.epochSeconds * 1000000 + v.f.erased_at.nanosecond / 1000},
+                live: [e IN v.live | e {.source_id, .kind, .authority, .rank, .publisher, .uri, .title,
+                                        .retracted,
+                                        available_by: e.available_by.epochSeconds * 1000000
+                                                      + e.available_by.nanosecond / 1000,
+                                        recorded_at: e.recorded_at.epochSeconds * 1000000
+                                                     + e.recorded_at.nanosecond / 1000}],
+                rank: v.rank} END] AS candidates,
        {versions: size(stored),
         known_at: size(stored) - size(recorded),
         erased: size(recorded) - size(present),
