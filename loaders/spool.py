@@ -38,7 +38,8 @@ CREATE TABLE rows (accession TEXT NOT NULL, taxonomy TEXT NOT NULL, concept TEXT
                    unit TEXT NOT NULL, start TEXT, end TEXT NOT NULL, value TEXT NOT NULL);
 CREATE TABLE current (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 """
-_BATCH = 10_000
+_BATCH = 10_000  # rows per INSERT
+_LOOKUP = 500  # keys per SELECT (SQLite allows 999 parameters at the least)
 
 
 class Spool:
@@ -90,10 +91,11 @@ class Spool:
     def current(self, keys: Iterable[str]) -> dict[str, Decimal]:
         """The value last kept for each of these keys (those that have one)."""
         out: dict[str, Decimal] = {}
-        for key in keys:
-            found = self._db.execute("SELECT value FROM current WHERE key = ?", (key,)).fetchone()
-            if found is not None:
-                out[key] = Decimal(found[0])
+        wanted = list(keys)
+        for start in range(0, len(wanted), _LOOKUP):
+            part = wanted[start:start + _LOOKUP]  # only the count of placeholders varies
+            query = f"SELECT key, value FROM current WHERE key IN ({', '.join('?' * len(part))})"
+            out.update((key, Decimal(value)) for key, value in self._db.execute(query, part))
         return out
 
     def keep_current(self, values: dict[str, Decimal]) -> None:
