@@ -131,6 +131,32 @@ RETURN r.i AS i, CASE WHEN NOT $brief THEN K.epochSeconds * 1000000 + K.nanoseco
           WHEN NOT v.f.version_id IN [x IN final | x.f.version_id] THEN 'superseded'
           END}] END AS removed
 
+// name: fact.keys_of_entity
+// The keys of one entity, any attribute, whose period ends in [$valid_from, $valid_to]
+// (either bound may be null): what facts_as_of reads when its attribute is left open.
+MATCH (k:FactKey {tenant: $tenant, entity: $entity})
+WHERE k.attribute IS NOT NULL AND k.scope = $scope
+  AND ($valid_from IS NULL OR k.period_end >= $valid_from)
+  AND ($valid_to IS NULL OR k.period_end <= $valid_to)
+RETURN k.uid AS uid
+
+// name: fact.keys_of_attribute
+// The keys of one attribute, any entity, in the period range (facts_as_of with its
+// entity left open).
+MATCH (k:FactKey {tenant: $tenant, attribute: $attribute})
+WHERE k.scope = $scope
+  AND ($valid_from IS NULL OR k.period_end >= $valid_from)
+  AND ($valid_to IS NULL OR k.period_end <= $valid_to)
+RETURN k.uid AS uid
+
+// name: fact.keys_in_period
+// Every key of the scope whose period ends in the range (facts_as_of with entity and
+// attribute left open), through the (tenant, period_end) index.
+MATCH (k:FactKey)
+WHERE k.tenant = $tenant AND k.period_end >= coalesce($valid_from, date('0001-01-01'))
+  AND k.period_end <= coalesce($valid_to, date('9999-12-31')) AND k.scope = $scope
+RETURN k.uid AS uid
+
 // name: fact.existing
 // Which of these keys are stored, with their revision: only those need the read rule
 // (a key's first assertion is a new version), and expected_revision checks it.

@@ -86,3 +86,7 @@ DROP INDEX graphmem_memory_text IF EXISTS
 CREATE FULLTEXT INDEX graphmem_search_text IF NOT EXISTS
 FOR (n:Fact|Experience|TaskState|Candidate) ON EACH [n.search_text, n.search_scope]
 OPTIONS {indexConfig: {`fulltext.analyzer`: 'english', `fulltext.eventually_consistent`: true}}
+
+// name: schema.022.factkey_attribute
+// facts_as_of(attribute=...) across entities (fact.keys_of_attribute).
+CREATE INDEX graphmem_factkey_attribute IF NOT EXISTS FOR (n:FactKey) ON (n.tenant, n.attribute)

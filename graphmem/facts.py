@@ -494,20 +494,41 @@ def require_params(require: Require | None) -> dict[str, Any]:
     }
 
 
+_READS = 1000  # reads per fact.read call when a selector opens onto many keys
+
+
 def read_answers(
     tx: Tx,
     scope: Scope,
-    selector: dict[str, Any],
+    selectors: Sequence[dict[str, Any]],
     cutoff: dt.datetime,
     known_at: dt.datetime | None,
     require: Require | None,
 ) -> list[Answer]:
-    """One Answer per fact key the selector matches (not_found ones included)."""
+    """One Answer per fact key the selectors match (not_found ones included)."""
     times = Times()
-    reads = [{"i": 0, **selector, "cutoff": times.ref(cutoff), "known_at": times.ref(known_at), "idem": None}]
-    rows = tx.run("fact.read", reads=reads, times=times.values, brief=False, **require_params(require),
-                  **scope_params(scope))
-    return [_answer(row, cutoff) for row in rows]
+    reads = [{"i": i, **selector, "cutoff": times.ref(cutoff), "known_at": times.ref(known_at), "idem": None}
+             for i, selector in enumerate(selectors)]
+    answers = []
+    for start in range(0, len(reads), _READS):
+        rows = tx.run("fact.read", reads=reads[start:start + _READS], times=times.values, brief=False,
+                      **require_params(require), **scope_params(scope))
+        answers += [_answer(row, cutoff) for row in rows]
+    return answers
+
+
+def open_keys(tx: Tx, scope: Scope, entity: str | None, attribute: str | None,
+              valid_from: dt.date | None, valid_to: dt.date | None) -> list[dict[str, Any]]:
+    """Selectors (by uid) for the keys of a read that leaves its entity or attribute open:
+    each open shape has its own statement, so each seeks an index."""
+    params = {**scope_params(scope), "valid_from": valid_from, "valid_to": valid_to}
+    if entity is not None:
+        rows = tx.run("fact.keys_of_entity", entity=entity, **params)
+    elif attribute is not None:
+        rows = tx.run("fact.keys_of_attribute", attribute=attribute, **params)
+    else:
+        rows = tx.run("fact.keys_in_period", **params)
+    return [{"uid": row["uid"]} for row in rows]
 
 
 def pick_latest(answers: list[Answer], entity: str, attribute: str, cutoff: dt.datetime,

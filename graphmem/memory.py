@@ -389,7 +389,7 @@ class Memory:
             "valid_to": None,
         }
         answers = self._db.read(
-            lambda tx: facts.read_answers(tx, scope, selector, cutoff, known_at, require), "as_of"
+            lambda tx: facts.read_answers(tx, scope, [selector], cutoff, known_at, require), "as_of"
         )
         if not answers and known_at is None:  # nothing matched: say when we looked
             known_at = self.server_now()
@@ -399,34 +399,34 @@ class Memory:
         self,
         scope: Scope,
         *,
-        entity: str,
-        attribute: str,
+        entity: str | None = None,
+        attribute: str | None = None,
         valid_from: dt.date | None = None,
         valid_to: dt.date | None = None,
         cutoff: dt.datetime,
         known_at: dt.datetime | None = None,
         require: Require | None = None,
     ) -> list[Answer]:
-        """Every key of ``entity``/``attribute`` whose period ends in [valid_from, valid_to],
-        answered at (cutoff, known_at); keys with nothing live are left out."""
+        """Every key whose period ends in [valid_from, valid_to] - of ``entity``, of
+        ``attribute``, of both, or (both left open) of the whole scope - answered at
+        (cutoff, known_at); keys with nothing live are left out. Sorted by period end,
+        then entity and attribute."""
         scope = self.scope(scope)
         cutoff = _aware("cutoff", cutoff)
         known_at = _aware("known_at", known_at) or self._now()
-        selector = {
-            "entity": entity,
-            "attribute": attribute,
-            "unit": None,
-            "definition": None,
-            "period": None,
-            "valid_from": valid_from,
-            "valid_to": valid_to,
-        }
-        answers = self._db.read(
-            lambda tx: facts.read_answers(tx, scope, selector, cutoff, known_at, require),
-            "facts_as_of",
-        )
-        found = [a for a in answers if a.status != "not_found"]
-        return sorted(found, key=lambda a: ((a.version or a.candidates[0]).period.end,
+        if valid_from is not None and valid_to is not None and valid_from > valid_to:
+            raise InputError("valid_from", f"{valid_from} is after valid_to {valid_to}")
+
+        def work(tx: Tx) -> list[Answer]:
+            if entity is not None and attribute is not None:
+                selectors = [{"entity": entity, "attribute": attribute, "valid_from": valid_from,
+                              "valid_to": valid_to}]
+            else:
+                selectors = facts.open_keys(tx, scope, entity, attribute, valid_from, valid_to)
+            return facts.read_answers(tx, scope, selectors, cutoff, known_at, require)
+
+        found = [a for a in self._db.read(work, "facts_as_of") if a.status != "not_found"]
+        return sorted(found, key=lambda a: ((a.version or a.candidates[0]).period.end, a.entity, a.attribute,
                                            (a.version or a.candidates[0]).period.text))
 
     def history(

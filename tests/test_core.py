@@ -749,6 +749,37 @@ def test_facts_as_of_returns_one_answer_per_period(w):
     assert w.read(t("2024-12-01"), period=None).value == Decimal(30)
 
 
+def test_facts_as_of_with_the_entity_or_the_attribute_left_open(w, mem):
+    w.source("acme-10q", t("2024-05-01"), publisher="cik:1")
+    w.source("globex-10q", t("2024-05-02"), publisher="cik:2")
+    w.source("late", t("2024-09-01"), publisher="cik:2")
+    w.fact(Decimal(10), "acme-10q", period=Q1)
+    w.fact(Decimal(3), "acme-10q", period=Q1, attribute="employees")
+    w.fact(Decimal(7), "globex-10q", period=Q1, entity="globex")
+    w.fact(Decimal(8), "late", period=Q2, entity="globex")
+    # another tenant with the same entities and attributes is never seen
+    other = World(mem, Scope(tenant=w.scope.tenant + "-other"))
+    other.source("x", t("2024-05-01"))
+    other.fact(Decimal(999), "x", period=Q1)
+
+    def shown(answers):
+        return [(a.entity, a.attribute, (a.version or a.candidates[0]).period, a.value) for a in answers]
+
+    assert shown(w.mem.facts_as_of(w.scope, entity="acme", cutoff=FAR)) == [
+        ("acme", "employees", Q1, Decimal(3)), ("acme", "revenue", Q1, Decimal(10))]
+    assert shown(w.mem.facts_as_of(w.scope, attribute="revenue", cutoff=FAR)) == [
+        ("acme", "revenue", Q1, Decimal(10)), ("globex", "revenue", Q1, Decimal(7)),
+        ("globex", "revenue", Q2, Decimal(8))]
+    # both open: the whole scope, within the valid-time range and at the cutoff
+    assert shown(w.mem.facts_as_of(w.scope, valid_from=dt.date(2024, 4, 1), cutoff=FAR)) == [
+        ("globex", "revenue", Q2, Decimal(8))]
+    assert shown(w.mem.facts_as_of(w.scope, cutoff=t("2024-05-01T12:00"))) == [
+        ("acme", "employees", Q1, Decimal(3)), ("acme", "revenue", Q1, Decimal(10))]
+    assert len(w.mem.facts_as_of(w.scope, valid_to=dt.date(2024, 3, 31), cutoff=FAR)) == 3
+    with pytest.raises(InputError, match="valid_from"):
+        w.mem.facts_as_of(w.scope, valid_from=dt.date(2024, 5, 1), valid_to=dt.date(2024, 4, 1), cutoff=FAR)
+
+
 def test_as_of_without_period_asks_which_key_when_several_end_the_same_day(w):
     w.source("10q", t("2024-05-01"), publisher="cik:1")
     w.fact(Decimal("100"), "10q", unit="USD")
