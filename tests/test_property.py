@@ -254,6 +254,17 @@ class Run:
         assert got == want, where
         assert ids <= final and (answer.status != "conflicted" or ids == final), where
 
+    def check_open(self, cutoff: dt.datetime, known_at: dt.datetime, label: str) -> None:
+        """facts_as_of with the attribute, then also the entity, left open: one answer per
+        key that the model finds, each with the model's status and values."""
+        want = {ATTRIBUTES[key]: self.model.read(key, cutoff, known_at) for key in (0, 1)}
+        want = {attribute: w for attribute, w in want.items() if w[0] != "not_found"}
+        for selector in ({"entity": ENTITY}, {}):
+            answers = self.mem.facts_as_of(self.scope, cutoff=cutoff, known_at=known_at, **selector)
+            got = {a.attribute: (a.status, {a.value} if a.status == "active" else {c.value for c in a.candidates})
+                   for a in answers}
+            assert got == want, f"facts_as_of({selector}) at {label}: expected {want}, graphmem {got}"
+
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(setup=st.lists(sources, min_size=2, max_size=4),
@@ -271,5 +282,6 @@ def test_as_of_matches_the_model(clocked, setup, ops, reads):
             known_at = run.marks[mark % len(run.marks)]
             for key in (0, 1):
                 run.check(key, cutoff, known_at, f"cutoff {label}, known_at {run.when(known_at)}")
+            run.check_open(cutoff, known_at, f"cutoff {label}, known_at {run.when(known_at)}")
     finally:
         note("\n".join(run.log))
