@@ -721,7 +721,7 @@ def profile_impact(mem: Memory, built: Built, sid: str, rec: Recorder) -> dict[s
     cum.sort(key=lambda x: -x["cumtime_s"])
     split: dict[str, dict[str, float]] = {}
     for name, params in calls:
-        if name in ("lineage.downstream_step", "lineage.fact_info"):
+        if name == "lineage.downstream":
             x = server_vs_client(mem, name, params)
             agg = split.setdefault(name, {"rows": 0, "full_s": 0.0, "server_only_s": 0.0})
             for k, v in x.items():

@@ -5,8 +5,9 @@ A derivation is recorded as a source of authority ``derived`` (labels
 the read rule needs nothing special for derived facts: retracting a derivation's
 source node is what invalidates its outputs, unless they have other live evidence.
 
-``impact`` walks down from a source or a version level by level in Cypher (one
-round trip per step, so the cost follows the affected set, not the graph), then
+``impact`` fetches everything downstream of a source or a version in one statement
+(one breadth-first search in Neo4j that stops below anchored facts, so the cost
+follows the affected set, not the graph), walks it level by level in Python, then
 decides each node's fate in topological order with networkx:
 
 - a fact is ``invalid`` when none of its evidence survives (every source retracted
@@ -21,7 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import networkx as nx
 from pydantic import BaseModel, ConfigDict
@@ -134,40 +135,96 @@ def refuse_cycles(tx: Tx, scope: Scope, inputs: list[str], output: str) -> None:
 # ---------------------------------------------------------------- impact
 
 
-def _walk(tx: Tx, scope: Scope, roots: list[dict[str, Any]], origin: str, origin_uid: str | None,
-          known_at: Any, max_depth: int | None, prune: bool = True) -> tuple[nx.DiGraph, bool]:
+class _Fact(NamedTuple):
+    """A fact of the downstream closure, as ``lineage.downstream`` returns it."""
+
+    version_id: str
+    root: bool
+    anchored: bool
+    derivations: int
+    entity: str
+    attribute: str
+    period: str
+    available_by: Any
+
+
+class _Derivation(NamedTuple):
+    """A derivation of the downstream closure: its inputs (with roles) and outputs."""
+
+    id: str
+    uid: str
+    method: str
+    inputs: list[list[str]]
+    outputs: list[str]
+
+
+class _Closure(NamedTuple):
+    """Everything downstream of an origin, fetched in one statement, indexed for the walk."""
+
+    facts: dict[str, _Fact]
+    users: dict[str, list[tuple[_Derivation, str]]]  # version id -> (derivation, role)
+
+    @property
+    def roots(self) -> list[str]:
+        return [v for v, f in self.facts.items() if f.root]
+
+
+def _closure(tx: Tx, scope: Scope, *, source: str | None, version: str | None, known_at: Any,
+             prune: bool, with_time: bool) -> _Closure:
+    """The downstream closure of a source uid or a version in one round trip.
+
+    One statement, one row of id lists: a round trip per level and a record (or a map)
+    per node is what made the walk slow, in the driver's decoding more than in Neo4j.
+    """
+    row = tx.one("lineage.downstream", source=source, version=version, known_at=known_at,
+                 prune=prune, with_time=with_time, **scope_params(scope))
+    assert row is not None  # an aggregation always returns its row
+    facts = {f[0]: _Fact(*f) for f in row["facts"]}
+    users: dict[str, list[tuple[_Derivation, str]]] = {}
+    for d in map(_Derivation._make, row["derivations"]):
+        for vid, role in d.inputs:
+            users.setdefault(vid, []).append((d, role))
+    return _Closure(facts, users)
+
+
+def _walk(closure: _Closure, origin: str, max_depth: int | None, prune: bool = True
+          ) -> tuple[nx.DiGraph, bool]:
     """The affected subgraph as a DiGraph: origin -> facts -> derivations -> facts ...
 
-    One Cypher step per level. Anchored facts (other live, non-derived evidence) are
-    kept as leaves but not walked below (unless ``prune`` is off, for a full downstream
-    drawing): nothing under them can be affected, so the cost follows the affected set.
+    Level by level over the fetched closure, so depth limits cut exactly where they
+    did when each level was a query. Anchored facts (other live, non-derived evidence)
+    are kept as leaves but not walked below (unless ``prune`` is off, for a full
+    downstream drawing): nothing under them can be affected.
     """
-    params = scope_params(scope)
+    facts, users = closure
     graph = nx.DiGraph()
     graph.add_node(origin, kind="origin")
-    for root in roots:
-        graph.add_node(f"f:{root['version_id']}", kind="fact", anchored=root["anchored"],
-                       derivations=root["derivations"])
-        graph.add_edge(origin, f"f:{root['version_id']}")
-    frontier = sorted(r["version_id"] for r in roots if not r["anchored"])
+    for vid in closure.roots:
+        graph.add_node(f"f:{vid}", kind="fact", anchored=facts[vid].anchored,
+                       derivations=facts[vid].derivations)
+        graph.add_edge(origin, f"f:{vid}")
+    frontier = sorted(v for v in closure.roots if not facts[v].anchored)
     depth, truncated = 1, False
     while frontier:
-        step = dict(version_ids=frontier, known_at=known_at, origin=origin_uid, **params)
         if max_depth is not None and depth + 2 > max_depth:
-            truncated = bool(tx.run("lineage.downstream_step", **step))  # cut only if something lies below
+            truncated = any(v in users for v in frontier)  # cut only if something lies below
             break
+        step: dict[str, tuple[_Derivation, list[tuple[str, str]]]] = {}
+        for vid in frontier:
+            for d, role in users.get(vid, ()):
+                step.setdefault(d.id, (d, []))[1].append((vid, role))
         nxt = []
-        for r in tx.run("lineage.downstream_step", **step):
-            d = f"d:{r['derivation'].removeprefix('derivation:')}"
-            graph.add_node(d, kind="derivation", method=r["method"], uid=r["derivation_uid"])
-            for i in r["inputs"]:
-                graph.add_edge(f"f:{i['input']}", d, role=i["role"])
-            for out in r["outputs"]:
-                node = f"f:{out['version_id']}"
-                if node not in graph and not (prune and out["anchored"]):
-                    nxt.append(out["version_id"])
-                graph.add_node(node, kind="fact", anchored=out["anchored"], derivations=out["derivations"])
-                graph.add_edge(d, node)
+        for d, inputs in step.values():
+            node = f"d:{d.id.removeprefix('derivation:')}"
+            graph.add_node(node, kind="derivation", method=d.method, uid=d.uid)
+            for vid, role in inputs:
+                graph.add_edge(f"f:{vid}", node, role=role)
+            for vid in d.outputs:
+                out, fact = f"f:{vid}", facts[vid]
+                if out not in graph and not (prune and fact.anchored):
+                    nxt.append(vid)
+                graph.add_node(out, kind="fact", anchored=fact.anchored, derivations=fact.derivations)
+                graph.add_edge(node, out)
         frontier, depth = sorted(set(nxt)), depth + 2
     return graph, truncated
 
@@ -218,31 +275,29 @@ def impact(tx: Tx, scope: Scope, *, source_id: str | None, version_id: str | Non
     superseded = False
     if source_id is not None:
         s_uid, origin = source_uid(scope, source_id), f"s:{source_id}"
-        roots = tx.run("lineage.source_facts", uid=s_uid, known_at=known_at, **params)
-        if not roots and not tx.run("source.get_many", uids=[s_uid], **params):
-            raise NotFoundError(f"no source {source_id!r} in scope {scope.id}")
     else:
         s_uid, origin = None, f"v:{version_id}"
         row = tx.one("lineage.superseded", version_id=version_id, known_at=known_at, **params)
         if row is None:
             raise NotFoundError(f"no version {version_id} in scope {scope.id}")
         superseded = row["superseded"] and not as_invalid
-        roots = [{"version_id": version_id, "anchored": False, "derivations": 0}]
-    graph, truncated = _walk(tx, scope, roots, origin, s_uid, known_at, max_depth)
+    closure = _closure(tx, scope, source=s_uid, version=version_id, known_at=known_at, prune=True,
+                       with_time=cutoff is not None)
+    if s_uid is not None and not closure.facts and not tx.run("source.get_many", uids=[s_uid], **params):
+        raise NotFoundError(f"no source {source_id!r} in scope {scope.id}")
+    graph, truncated = _walk(closure, origin, max_depth)
     fate = _decide(graph, version_id is not None, superseded)
     affected = [n for n, r in fate.items() if r not in (None, "origin")]
-    labels = {r["version_id"]: r for r in tx.run(
-        "lineage.fact_labels", version_ids=[n[2:] for n in affected if n.startswith("f:")],
-        with_time=cutoff is not None, **params)}
+    labels = closure.facts
     if cutoff is not None:  # only what was public by the cutoff
         affected = [n for n in affected
-                    if not n.startswith("f:") or native(labels[n[2:]]["available_by"]) <= cutoff]
+                    if not n.startswith("f:") or native(labels[n[2:]].available_by) <= cutoff]
     paths = nx.single_source_shortest_path(graph, origin)  # one BFS for every item's path
     items = []
     for node in affected:
         if node.startswith("f:"):
             f = labels[node[2:]]
-            label = f"{f['entity']} {f['attribute']} {f['period']}"
+            label = f"{f.entity} {f.attribute} {f.period}"
         else:
             label = f"{graph.nodes[node]['method']}"
         path = paths[node]
@@ -275,8 +330,9 @@ def lineage_graph(tx: Tx, scope: Scope, version_id: str, direction: str,
     params = scope_params(scope)
     graph = nx.DiGraph()
     if direction == "downstream":
-        root = [{"version_id": version_id, "anchored": False, "derivations": 0}]
-        walked, _ = _walk(tx, scope, root, f"v:{version_id}", None, known_at, max_depth, prune=False)
+        closure = _closure(tx, scope, source=None, version=version_id, known_at=known_at,
+                           prune=False, with_time=False)
+        walked, _ = _walk(closure, f"v:{version_id}", max_depth, prune=False)
         walked.remove_node(f"v:{version_id}")
         graph.update(walked)
     elif direction == "upstream":
