@@ -48,13 +48,16 @@ RETURN vid AS input,
 // what is reached, not the graph. A fact is `anchored` when other live evidence that
 // no cascade can reach (a non-derived source other than the origin, not retracted)
 // stands behind it; with $prune the search does not go below anchored facts (nothing
-// there can be affected). One row back, ids only, not node maps (decoding is what
-// costs): `facts` as [version_id, root (the origin's own), anchored, derivation
-// evidences, entity, attribute, period, available_by (only $with_time)], `derivations`
-// (those the walked facts feed) as [id, uid, method, [[input version_id, role]],
-// output version_ids]. A version origin is its own root, never anchored, and counts
-// no derivations (whatever backs it, it is the thing assumed gone).
-CALL {
+// there can be affected). The search checks only what prunes; the derivations pass
+// below applies the scope filters (the caller walks only what that pass returns).
+// One row back, ids only, not node maps (decoding is what costs): `facts` as
+// [version_id, root (the origin's own), anchored, derivation evidences, entity,
+// attribute, period, available_by (only $with_time)], `derivations` (those the walked
+// facts feed) as [id, uid, method, [[walked input version_id, role]], output
+// version_ids].
+// A version origin is its own root, never anchored, and counts no derivations
+// (whatever backs it, it is the thing assumed gone).
+CALL () {
   MATCH (o:Source {uid: $source}) WHERE o.tenant = $tenant AND o.scope = $scope RETURN o
   UNION
   MATCH (o:Fact {version_id: $version}) WHERE o.tenant = $tenant AND o.scope = $scope RETURN o
@@ -65,32 +68,30 @@ MATCH ANY SHORTEST (o) (()<-[r:EVIDENCED_BY WHERE r.recorded_at <= $known_at]-()
       WHERE NOT p:Derivation AND ae.recorded_at <= $known_at AND ($source IS NULL OR p.uid <> $source)
         AND NOT EXISTS { (p)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= $known_at }
     })
-   <-[:USES]-(d:Derivation WHERE d.tenant = $tenant AND d.scope = $scope AND d.recorded_at <= $known_at)
+   <-[:USES]-(d:Derivation WHERE d.recorded_at <= $known_at)
    <-[e:EVIDENCED_BY WHERE e.recorded_at <= $known_at]-(:Fact))* (f:Fact)
 MATCH (f)-[:VERSION_OF]->(k:FactKey)
-WITH o, f, k, f = o AS root_version,
-     EXISTS {
-       MATCH (f)-[fe:EVIDENCED_BY]->(p:Source)
-       WHERE NOT p:Derivation AND fe.recorded_at <= $known_at AND ($source IS NULL OR p.uid <> $source)
-         AND NOT EXISTS { (p)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= $known_at }
-     } AS anchored
-WITH collect([f.version_id,
-              root_version OR EXISTS { (f)-[re:EVIDENCED_BY]->(o) WHERE re.recorded_at <= $known_at },
-              anchored AND NOT root_version,
-              CASE WHEN root_version THEN 0 ELSE COUNT { (f)-[:EVIDENCED_BY]->(:Derivation) } END,
+// each piece of evidence, once: [from the origin, a derivation, live other evidence]
+WITH f, k, f = o AS root_version,
+     [(f)-[fe:EVIDENCED_BY]->(p:Source) |
+       [p = o AND fe.recorded_at <= $known_at, p:Derivation,
+        NOT (p:Derivation OR fe.recorded_at > $known_at OR ($source IS NOT NULL AND p.uid = $source)
+             OR EXISTS { (p)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= $known_at })]] AS evidence
+WITH f, k, root_version, evidence, any(x IN evidence WHERE x[2]) AND NOT root_version AS anchored
+WITH collect([f.version_id, root_version OR any(x IN evidence WHERE x[0]), anchored,
+              CASE WHEN root_version THEN 0 ELSE size([x IN evidence WHERE x[1]]) END,
               k.entity, k.attribute, k.period, CASE WHEN $with_time THEN f.available_by END]) AS facts,
-     collect(CASE WHEN root_version OR NOT $prune OR NOT anchored THEN f END) AS walked
-CALL {
-  WITH walked
+     collect(CASE WHEN NOT $prune OR NOT anchored THEN f END) AS walked
+CALL (walked) {
   UNWIND walked AS w
-  MATCH (w)<-[:USES]-(d:Derivation)
+  MATCH (w)<-[u:USES]-(d:Derivation)
+  WITH d, collect([w.version_id, u.role]) AS inputs
   WHERE d.tenant = $tenant AND d.scope = $scope AND d.recorded_at <= $known_at
-  RETURN collect(DISTINCT d) AS used
+  RETURN collect([d.id, d.uid, d.method, inputs,
+                  [(d)<-[de:EVIDENCED_BY]-(out:Fact) WHERE de.recorded_at <= $known_at | out.version_id]]
+         ) AS derivations
 }
-RETURN facts,
-       [d IN used | [d.id, d.uid, d.method, [(d)-[u:USES]->(i:Fact) | [i.version_id, u.role]],
-                     [(d)<-[de:EVIDENCED_BY]-(out:Fact) WHERE de.recorded_at <= $known_at | out.version_id]]
-       ] AS derivations
+RETURN facts, derivations
 
 // name: lineage.fact_labels
 // What a report or a drawing shows of each fact: its key, and its publication time

@@ -56,9 +56,20 @@ class Tx:
 
     def run(self, name: str, /, **params: Any) -> list[dict[str, Any]]:
         """Run named statement ``name`` and return its records as dicts."""
+        return self._fetch(name, params, neo4j.Record.data)
+
+    def values(self, name: str, /, **params: Any) -> list[list[Any]]:
+        """Run ``name`` and return each record's values in column order, as decoded.
+
+        For bulk results such as one row of long id lists: the dicts of ``run`` come
+        from the driver's exporter, which type-checks every nested value on the way.
+        """
+        return self._fetch(name, params, neo4j.Record.values)
+
+    def _fetch(self, name: str, params: dict[str, Any], convert: Callable[[neo4j.Record], T]) -> list[T]:
         query = self._queries[name]
         try:
-            return [record.data() for record in self._tx.run(query, params)]
+            return [convert(record) for record in self._tx.run(query, params)]
         except (Neo4jError, DriverError) as exc:
             if is_transient(exc):
                 exc.add_note(f"graphmem statement: {name}")
