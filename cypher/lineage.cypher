@@ -71,13 +71,16 @@ MATCH ANY SHORTEST (o) (()<-[r:EVIDENCED_BY WHERE r.recorded_at <= $known_at]-()
    <-[:USES]-(d:Derivation WHERE d.recorded_at <= $known_at)
    <-[e:EVIDENCED_BY WHERE e.recorded_at <= $known_at]-(:Fact))* (f:Fact)
 MATCH (f)-[:VERSION_OF]->(k:FactKey)
-// each piece of evidence, once: [from the origin, a derivation, live other evidence]
+// each piece of evidence, once: [from the origin, a derivation, other non-derived evidence]
 WITH f, k, f = o AS root_version,
      [(f)-[fe:EVIDENCED_BY]->(p:Source) |
        [p = o AND fe.recorded_at <= $known_at, p:Derivation,
-        NOT (p:Derivation OR fe.recorded_at > $known_at OR ($source IS NOT NULL AND p.uid = $source)
-             OR EXISTS { (p)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= $known_at })]] AS evidence
-WITH f, k, root_version, evidence, any(x IN evidence WHERE x[2]) AND NOT root_version AS anchored
+        CASE WHEN NOT p:Derivation AND fe.recorded_at <= $known_at AND ($source IS NULL OR p.uid <> $source)
+             THEN p END]] AS evidence
+WITH f, k, root_version, evidence,
+     NOT root_version AND any(p IN [x IN evidence WHERE x[2] IS NOT NULL | x[2]]
+                              WHERE NOT EXISTS { (p)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= $known_at })
+       AS anchored
 WITH collect([f.version_id, root_version OR any(x IN evidence WHERE x[0]), anchored,
               CASE WHEN root_version THEN 0 ELSE size([x IN evidence WHERE x[1]]) END,
               k.entity, k.attribute, k.period, CASE WHEN $with_time THEN f.available_by END]) AS facts,

@@ -22,8 +22,10 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import json
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from operator import itemgetter
 from typing import Any, Literal, NamedTuple
 
 import networkx as nx
@@ -216,18 +218,19 @@ def _walk(closure: _Closure, origin: str, max_depth: int | None, prune: bool = T
         for vid in frontier:
             for d, role in users.get(vid, ()):
                 step.setdefault(d.id, (d, []))[1].append((vid, role))
-        nxt = []
+        nxt, nodes, edges = [], {}, []  # added in bulk: networkx's per-call overhead adds up
         for d, inputs in step.values():
             node = f"d:{d.id.removeprefix('derivation:')}"
-            graph.add_node(node, kind="derivation", method=d.method, uid=d.uid)
-            for vid, role in inputs:
-                graph.add_edge(f"f:{vid}", node, role=role)
+            nodes[node] = {"kind": "derivation", "method": d.method, "uid": d.uid}
+            edges += [(f"f:{vid}", node, {"role": role}) for vid, role in inputs]
             for vid in d.outputs:
                 out, fact = f"f:{vid}", facts[vid]
-                if out not in graph and not (prune and fact.anchored):
+                if out not in graph and out not in nodes and not (prune and fact.anchored):
                     nxt.append(vid)
-                graph.add_node(out, kind="fact", anchored=fact.anchored, derivations=fact.derivations)
-                graph.add_edge(node, out)
+                nodes[out] = {"kind": "fact", "anchored": fact.anchored, "derivations": fact.derivations}
+                edges.append((node, out, {}))
+        graph.add_nodes_from(nodes.items())
+        graph.add_edges_from(edges)
         frontier, depth = sorted(set(nxt)), depth + 2
     return graph, truncated
 
@@ -316,26 +319,24 @@ def impact(tx: Tx, scope: Scope, *, source_id: str | None, version_id: str | Non
         affected = [n for n in affected
                     if not n.startswith("f:") or native(labels[n[2:]].available_by) <= cutoff]
     paths = nx.single_source_shortest_path(graph, origin)  # one BFS for every item's path
-    items = []
+    items = []  # plain dicts, validated in one pass with the report (not one model per item)
     for node in affected:
         if node.startswith("f:"):
             f = labels[node[2:]]
-            label = f"{f.entity} {f.attribute} {f.period}"
+            kind, label = "fact", f"{f.entity} {f.attribute} {f.period}"
         else:
-            label = f"{graph.nodes[node]['method']}"
+            kind, label = "derivation", f"{graph.nodes[node]['method']}"
         path = paths[node]
-        items.append(ImpactItem.model_construct(  # built from checked parts: skip validation
-            kind="fact" if node.startswith("f:") else "derivation", id=node[2:],
-            depth=len(path) - 1, reason=fate[node], path=tuple(p[2:] for p in path), label=label))
-    items.sort(key=lambda i: (i.depth, i.kind, i.id))
+        items.append({"kind": kind, "id": node[2:], "depth": len(path) - 1, "reason": fate[node],
+                      "path": [p[2:] for p in path], "label": label})
+    items.sort(key=itemgetter("depth", "kind", "id"))
     order = [n[2:] for n, r in fate.items()  # fate is in topological order
              if n.startswith("d:") and r in ("invalid", "stale")]
-    counts: dict[str, int] = {}
-    for i in items:
-        counts[f"{i.kind}s_{i.reason}"] = counts.get(f"{i.kind}s_{i.reason}", 0) + 1
-    return ImpactReport(origin=origin, items=tuple(items), recompute_order=tuple(order),
-                        counts=counts, max_depth=max_depth, truncated=truncated,
-                        known_at=native(known_at) if known_at is not None else None)
+    counts = Counter(f"{i['kind']}s_{i['reason']}" for i in items)
+    return ImpactReport.model_validate({
+        "origin": origin, "items": items, "recompute_order": order, "counts": counts,
+        "max_depth": max_depth, "truncated": truncated,
+        "known_at": native(known_at) if known_at is not None else None})
 
 
 def retraction_targets(report: ImpactReport, scope: Scope) -> list[str]:

@@ -171,3 +171,16 @@ def test_impact_with_a_cutoff_lists_only_what_was_public_by_then(mem, scope, bas
 def test_lineage_of_an_unknown_version_is_not_found(mem, scope, base):
     with pytest.raises(NotFoundError):
         mem.lineage(scope, "fv_nope", "upstream")
+
+
+def test_other_evidence_counts_only_while_it_stands(mem, scope, base):
+    s = derive(mem, scope, "s", 15, a=base["z"])                   # z has A and C
+    before = mem.impact(scope, source_id="A")
+    assert {i.id: i.reason for i in before.items}[base["z"].version_id] == "survives"
+    assert s.version_id not in {i.id for i in before.items}, "nothing below a survivor is hit"
+    known = s.recorded_at  # the tenant's last write before C's retraction
+    mem.retract_source(scope, "C", reason="withdrawn")
+    after = {i.id: i.reason for i in mem.impact(scope, source_id="A").items}
+    assert after[base["z"].version_id] == "invalid" and after[s.version_id] == "invalid"
+    then = {i.id: i.reason for i in mem.impact(scope, source_id="A", known_at=known).items}
+    assert then[base["z"].version_id] == "survives", "known_at before C's retraction"
