@@ -294,7 +294,7 @@ def derived_row(scope: Scope, d: Drv, vid: dict[str, str],
     out = d.output()
     rows = lineage.normalise_inputs(d.role_inputs(vid))
     key = KeySpec.of(scope, out)
-    did = lineage.derivation_id(d.method, "1", d.params, rows, key.uid)
+    did = lineage.derivation_id(d.method, "1", lineage.params_json(d.params), rows, key.uid)
     d_id = f"derivation:{did}"
     d_uid = source_uid(scope, d_id)
     available_by = max(avail[x] for x in d.inputs)
@@ -437,7 +437,7 @@ def build(mem: Memory, plan: Plan, scope: Scope, *, derive_first: int,
             f"({info['raw_per_s']:.0f}/s)")
     names_of = {v: k for k, v in vid.items()}
     for d in ds:  # derivation ids too, as impact reports them
-        row_id = lineage.derivation_id(d.method, "1", d.params,
+        row_id = lineage.derivation_id(d.method, "1", lineage.params_json(d.params),
                                        lineage.normalise_inputs(d.role_inputs(vid)),
                                        KeySpec.of(scope, d.output()).uid)
         names_of[row_id] = f"drv({d.name})"
