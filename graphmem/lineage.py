@@ -179,7 +179,8 @@ def _closure(tx: Tx, scope: Scope, *, source: str | None, version: str | None, k
 
     One statement, one row of id lists read as plain values: a round trip per level and
     a record (or a map) per node is what made the walk slow, in the driver's decoding
-    more than in Neo4j.
+    more than in Neo4j. A depth limit is applied by the walk, not here (a quantifier
+    cannot be a parameter), so a limited impact fetches what an unlimited one does.
     """
     [(fact_rows, derivation_rows)] = tx.values(
         "lineage.downstream", source=source, version=version, known_at=known_at, prune=prune,
