@@ -165,8 +165,9 @@ class _Derivation(NamedTuple):
 class _Closure(NamedTuple):
     """Everything downstream of an origin, fetched in one statement, indexed for the walk."""
 
-    facts: dict[str, _Fact]
-    users: dict[str, list[tuple[_Derivation, str]]]  # version id -> (derivation, role)
+    facts: dict[str, _Fact]  # by version id
+    derivations: dict[str, _Derivation]  # by graph node ("d:<id>")
+    users: dict[str, list[str]]  # version id -> the derivation nodes that use it
 
     @property
     def roots(self) -> list[str]:
@@ -186,11 +187,12 @@ def _closure(tx: Tx, scope: Scope, *, source: str | None, version: str | None, k
         "lineage.downstream", source=source, version=version, known_at=known_at, prune=prune,
         with_time=with_time, **scope_params(scope))
     facts = {f[0]: _Fact._make(f) for f in fact_rows}
-    users: dict[str, list[tuple[_Derivation, str]]] = {}
-    for d in map(_Derivation._make, derivation_rows):
-        for vid, role in d.inputs:
-            users.setdefault(vid, []).append((d, role))
-    return _Closure(facts, users)
+    derivations = {f"d:{d[0].removeprefix('derivation:')}": _Derivation._make(d) for d in derivation_rows}
+    users: dict[str, list[str]] = {}
+    for node, d in derivations.items():
+        for vid, _role in d.inputs:
+            users.setdefault(vid, []).append(node)
+    return _Closure(facts, derivations, users)
 
 
 def _walk(closure: _Closure, origin: str, max_depth: int | None, prune: bool = True
@@ -200,43 +202,53 @@ def _walk(closure: _Closure, origin: str, max_depth: int | None, prune: bool = T
     Level by level over the fetched closure, so depth limits cut exactly where they
     did when each level was a query. Anchored facts (other live, non-derived evidence)
     are kept as leaves but not walked below (unless ``prune`` is off, for a full
-    downstream drawing): nothing under them can be affected.
+    downstream drawing): nothing under them can be affected. Only the structure: what
+    a node is comes from the closure (``_describe`` copies it in for a drawing), and the
+    edges go in one batch per level (networkx's per-call and per-attribute costs add up).
     """
-    facts, users = closure
+    facts, derivations, users = closure
     graph = nx.DiGraph()
-    graph.add_node(origin, kind="origin")
-    for vid in closure.roots:
-        graph.add_node(f"f:{vid}", kind="fact", anchored=facts[vid].anchored,
-                       derivations=facts[vid].derivations)
-        graph.add_edge(origin, f"f:{vid}")
+    graph.add_node(origin)
+    graph.add_edges_from((origin, f"f:{vid}") for vid in closure.roots)
     frontier = sorted(v for v in closure.roots if not facts[v].anchored)
     depth, truncated = 1, False
     while frontier:
         if max_depth is not None and depth + 2 > max_depth:
             truncated = any(v in users for v in frontier)  # cut only if something lies below
             break
-        step: dict[str, tuple[_Derivation, list[tuple[str, str]]]] = {}
+        step: dict[str, list[str]] = {}  # derivation node -> its inputs in this frontier
         for vid in frontier:
-            for d, role in users.get(vid, ()):
-                step.setdefault(d.id, (d, []))[1].append((vid, role))
-        nxt, nodes, edges = [], {}, []  # added in bulk: networkx's per-call overhead adds up
-        for d, inputs in step.values():
-            node = f"d:{d.id.removeprefix('derivation:')}"
-            nodes[node] = {"kind": "derivation", "method": d.method, "uid": d.uid}
-            edges += [(f"f:{vid}", node, {"role": role}) for vid, role in inputs]
-            for vid in d.outputs:
-                out, fact = f"f:{vid}", facts[vid]
-                if out not in graph and out not in nodes and not (prune and fact.anchored):
+            for node in users.get(vid, ()):
+                step.setdefault(node, []).append(vid)
+        nxt, edges = [], []
+        for node, inputs in step.items():
+            edges += [(f"f:{vid}", node) for vid in inputs]
+            for vid in derivations[node].outputs:
+                out = f"f:{vid}"
+                if out not in graph and not (prune and facts[vid].anchored):
                     nxt.append(vid)
-                nodes[out] = {"kind": "fact", "anchored": fact.anchored, "derivations": fact.derivations}
-                edges.append((node, out, {}))
-        graph.add_nodes_from(nodes.items())
+                edges.append((node, out))
         graph.add_edges_from(edges)
         frontier, depth = sorted(set(nxt)), depth + 2
     return graph, truncated
 
 
-def _decide(graph: nx.DiGraph, version_origin: bool, superseded: bool) -> dict[str, Reason | None]:
+def _describe(graph: nx.DiGraph, closure: _Closure) -> None:
+    """Copy what each walked node is (and each input's role) into a downstream drawing."""
+    for node, data in graph.nodes(data=True):
+        if node.startswith("f:"):
+            f = closure.facts[node[2:]]
+            data.update(kind="fact", anchored=f.anchored, derivations=f.derivations)
+        elif node.startswith("d:"):
+            d = closure.derivations[node]
+            data.update(kind="derivation", method=d.method, uid=d.uid)
+            for vid, role in d.inputs:
+                if graph.has_edge(f"f:{vid}", node):
+                    graph.edges[f"f:{vid}", node]["role"] = role
+
+
+def _decide(graph: nx.DiGraph, closure: _Closure, origin: str, version_origin: bool,
+            superseded: bool) -> dict[str, Reason | None]:
     """Each node's fate, in topological order (inputs are decided before consumers), which
     the returned dict keeps: it is also the recompute order.
 
@@ -247,22 +259,21 @@ def _decide(graph: nx.DiGraph, version_origin: bool, superseded: bool) -> dict[s
     """
     fate: dict[str, Reason | None] = {}
     for node in nx.topological_sort(graph):
-        data = graph.nodes[node]
         parents = {fate[p] for p in graph.predecessors(node)}
-        if data["kind"] == "origin":
+        if node == origin:
             fate[node] = "origin"
-        elif data["kind"] == "derivation":
+        elif node.startswith("d:"):
             fate[node] = ("invalid" if parents & {"invalid", "origin"}
                           else "stale" if "stale" in parents else None)
         elif not parents & {"invalid", "stale", "origin"}:
             fate[node] = None
         elif "origin" in parents and version_origin:
             fate[node] = "stale" if superseded else "invalid"
-        elif data["anchored"]:
+        elif (fact := closure.facts[node[2:]]).anchored:
             fate[node] = "survives"
         else:
             dead = sum(1 for p in graph.predecessors(node) if fate[p] == "invalid")
-            if dead >= data["derivations"]:
+            if dead >= fact.derivations:
                 fate[node] = "invalid"
             else:
                 fate[node] = "stale" if "stale" in parents else "survives"
@@ -313,7 +324,7 @@ def impact(tx: Tx, scope: Scope, *, source_id: str | None, version_id: str | Non
     if s_uid is not None and not closure.facts and not tx.run("source.get_many", uids=[s_uid], **params):
         raise NotFoundError(f"no source {source_id!r} in scope {scope.id}")
     graph, truncated = _walk(closure, origin, max_depth)
-    fate = _decide(graph, version_id is not None, superseded)
+    fate = _decide(graph, closure, origin, version_id is not None, superseded)
     affected = [n for n, r in fate.items() if r not in (None, "origin")]
     labels = closure.facts
     if cutoff is not None:  # only what was public by the cutoff
@@ -326,7 +337,7 @@ def impact(tx: Tx, scope: Scope, *, source_id: str | None, version_id: str | Non
             f = labels[node[2:]]
             kind, label = "fact", f"{f.entity} {f.attribute} {f.period}"
         else:
-            kind, label = "derivation", f"{graph.nodes[node]['method']}"
+            kind, label = "derivation", f"{closure.derivations[node].method}"
         path = paths[node]
         items.append({"kind": kind, "id": node[2:], "depth": len(path) - 1, "reason": fate[node],
                       "path": [p[2:] for p in path], "label": label})
@@ -360,6 +371,7 @@ def lineage_graph(tx: Tx, scope: Scope, version_id: str, direction: str,
                            prune=False, with_time=False)
         walked, _ = _walk(closure, f"v:{version_id}", max_depth, prune=False)
         walked.remove_node(f"v:{version_id}")
+        _describe(walked, closure)
         graph.update(walked)
     elif direction == "upstream":
         frontier, depth = [version_id], 0
