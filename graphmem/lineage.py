@@ -219,7 +219,10 @@ def _walk(closure: _Closure, origin: str, max_depth: int | None, prune: bool = T
         step: dict[str, list[str]] = {}  # derivation node -> its inputs in this frontier
         for vid in frontier:
             for node in users.get(vid, ()):
-                step.setdefault(node, []).append(vid)
+                if node in step:
+                    step[node].append(vid)
+                else:
+                    step[node] = [vid]
         nxt, edges = [], []
         for node, inputs in step.items():
             edges += [(f"f:{vid}", node) for vid in inputs]
@@ -280,6 +283,25 @@ def _decide(graph: nx.DiGraph, closure: _Closure, origin: str, version_origin: b
     return fate
 
 
+def _shortest_paths(graph: nx.DiGraph, origin: str) -> dict[str, tuple[str, ...]]:
+    """One shortest path from the origin to every node, as a report shows it (ids without
+    their "f:"/"d:" prefixes): the breadth-first search of networkx's
+    ``single_source_shortest_path`` (same order, so the same paths), building each final
+    tuple once instead of a list per node that is then copied again per item.
+    """
+    paths = {origin: (origin[2:],)}
+    level = [origin]
+    while level:
+        nxt = []
+        for node in level:
+            for child in graph.successors(node):
+                if child not in paths:
+                    paths[child] = (*paths[node], child[2:])
+                    nxt.append(child)
+        level = nxt
+    return paths
+
+
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """Hold the cyclic garbage collector while a large report is built.
@@ -330,7 +352,7 @@ def impact(tx: Tx, scope: Scope, *, source_id: str | None, version_id: str | Non
     if cutoff is not None:  # only what was public by the cutoff
         affected = [n for n in affected
                     if not n.startswith("f:") or native(labels[n[2:]].available_by) <= cutoff]
-    paths = nx.single_source_shortest_path(graph, origin)  # one BFS for every item's path
+    paths = _shortest_paths(graph, origin)
     items = []  # plain dicts, validated in one pass with the report (not one model per item)
     for node in affected:
         if node.startswith("f:"):
@@ -340,7 +362,7 @@ def impact(tx: Tx, scope: Scope, *, source_id: str | None, version_id: str | Non
             kind, label = "derivation", f"{closure.derivations[node].method}"
         path = paths[node]
         items.append({"kind": kind, "id": node[2:], "depth": len(path) - 1, "reason": fate[node],
-                      "path": [p[2:] for p in path], "label": label})
+                      "path": path, "label": label})
     items.sort(key=itemgetter("depth", "kind", "id"))
     order = [n[2:] for n, r in fate.items()  # fate is in topological order
              if n.startswith("d:") and r in ("invalid", "stale")]
