@@ -79,7 +79,7 @@ WITH f, k, f = o AS root_version,
              THEN p END]] AS evidence
 WITH f, k, root_version, evidence,
      NOT root_version AND any(p IN [x IN evidence WHERE x[2] IS NOT NULL | x[2]]
-                              WHERE NOT EXISTS { (p)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= $known_at })
+                              WHERE NOT EXISTS { (p)<-[:RETRACTS]-(rx:Retraction) WHERE rx.recorded_at <= $known_at })
        AS anchored
 WITH collect([f.version_id, root_version OR any(x IN evidence WHERE x[0]), anchored,
               CASE WHEN root_version THEN 0 ELSE size([x IN evidence WHERE x[1]]) END,

@@ -67,6 +67,7 @@ class Tx:
         return self._fetch(name, params, neo4j.Record.values)
 
     def _fetch(self, name: str, params: dict[str, Any], convert: Callable[[neo4j.Record], T]) -> list[T]:
+        """Run ``name`` and convert each record; errors carry the statement's name."""
         query = self._queries[name]
         try:
             return [convert(record) for record in self._tx.run(query, params)]
