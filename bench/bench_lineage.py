@@ -35,7 +35,7 @@ Per size it measures, interleaved in the same loop with a baseline:
   (``Source<-EVIDENCED_BY-Fact``, then a variable-length walk over USES/EVIDENCED_BY)
   and a networkx walk of it (``nx.descendants`` + ``nx.topological_sort``);
 - where impact's time goes: graphmem's named statements (round trips and time, by
-  wrapping ``graphmem.db.Tx.run`` in this process) and a PROFILE (db hits) of each
+  wrapping ``graphmem.db.Tx.run`` and ``Tx.values`` in this process) and a PROFILE (db hits) of each
   statement one impact run issued, plus a cProfile of one run's Python side;
 - ``mem.retract_source`` of the 10% source, once (it writes).
 
@@ -140,19 +140,23 @@ RETURN coalesce(n.version_id, n.id) AS a, coalesce(m.version_id, m.id) AS b
 
 
 class Recorder:
-    """Wall time, round trips and parameters of graphmem's named statements (wraps Tx.run)."""
+    """Wall time, round trips and parameters of graphmem's named statements (wraps
+    ``Tx.run`` and ``Tx.values``)."""
 
     def __init__(self) -> None:
         self.stats: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0])
         self.calls: list[tuple[str, dict[str, Any]]] | None = None
-        self._orig = gdb.Tx.run
+        for method in ("run", "values"):
+            setattr(gdb.Tx, method, self._timed(getattr(gdb.Tx, method)))
+
+    def _timed(self, orig: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
         rec = self
 
-        def timed(tx: gdb.Tx, name: str, /, **params: Any) -> list[dict[str, Any]]:
+        def timed(tx: gdb.Tx, name: str, /, **params: Any) -> list[Any]:
             t0 = time.perf_counter()
-            rows: list[dict[str, Any]] = []
+            rows: list[Any] = []
             try:
-                rows = rec._orig(tx, name, **params)
+                rows = orig(tx, name, **params)
                 return rows
             finally:
                 s = rec.stats[name]
@@ -162,7 +166,7 @@ class Recorder:
                 if rec.calls is not None:
                     rec.calls.append((name, params))
 
-        gdb.Tx.run = timed  # type: ignore[method-assign]
+        return timed
 
     def reset(self) -> None:
         self.stats.clear()
@@ -290,7 +294,7 @@ def derived_row(scope: Scope, d: Drv, vid: dict[str, str],
     out = d.output()
     rows = lineage.normalise_inputs(d.role_inputs(vid))
     key = KeySpec.of(scope, out)
-    did = lineage.derivation_id(d.method, "1", d.params, rows, key.uid)
+    did = lineage.derivation_id(d.method, "1", lineage.params_json(d.params), rows, key.uid)
     d_id = f"derivation:{did}"
     d_uid = source_uid(scope, d_id)
     available_by = max(avail[x] for x in d.inputs)
@@ -433,7 +437,7 @@ def build(mem: Memory, plan: Plan, scope: Scope, *, derive_first: int,
             f"({info['raw_per_s']:.0f}/s)")
     names_of = {v: k for k, v in vid.items()}
     for d in ds:  # derivation ids too, as impact reports them
-        row_id = lineage.derivation_id(d.method, "1", d.params,
+        row_id = lineage.derivation_id(d.method, "1", lineage.params_json(d.params),
                                        lineage.normalise_inputs(d.role_inputs(vid)),
                                        KeySpec.of(scope, d.output()).uid)
         names_of[row_id] = f"drv({d.name})"
@@ -640,15 +644,16 @@ def profile_query(driver: neo4j.Driver, database: str | None, query: str,
 
 
 def server_vs_client(mem: Memory, name: str, params: dict[str, Any]) -> dict[str, float]:
-    """One statement as graphmem runs it (rows to dicts) and with every column forced and
-    aggregated on the server (one row back): the difference is Bolt transfer + decoding."""
+    """One statement as graphmem runs it (records to value lists, as ``Tx.values``) and with
+    every column forced and aggregated on the server (one row back): the difference is Bolt
+    transfer + decoding."""
     query = QUERIES[name]
     with mem.db.driver.session(database=mem.db.database,
                                default_access_mode=neo4j.READ_ACCESS) as s:
         t = time.perf_counter()
         res = s.run(query, params)
         keys = res.keys()
-        rows = [r.data() for r in res]
+        rows = [r.values() for r in res]
         full = time.perf_counter() - t
         forced = ("CALL { " + query + " } RETURN count(*) AS n, "
                   + ", ".join(f"count({k}) AS c{i}" for i, k in enumerate(keys)))
@@ -721,7 +726,7 @@ def profile_impact(mem: Memory, built: Built, sid: str, rec: Recorder) -> dict[s
     cum.sort(key=lambda x: -x["cumtime_s"])
     split: dict[str, dict[str, float]] = {}
     for name, params in calls:
-        if name in ("lineage.downstream_step", "lineage.fact_info"):
+        if name == "lineage.downstream":
             x = server_vs_client(mem, name, params)
             agg = split.setdefault(name, {"rows": 0, "full_s": 0.0, "server_only_s": 0.0})
             for k, v in x.items():

@@ -41,41 +41,60 @@ RETURN vid AS input,
          MATCH (i)-[:EVIDENCED_BY|USES]->+(t:Fact {version_id: $target})
        } AS cycle
 
-// name: lineage.source_facts
-// The facts a source evidences directly (the origin of a retraction's impact). A fact
-// is `anchored` when other live evidence that no cascade can reach (a non-derived
-// source, not retracted) stands behind it: it survives, and nothing below it is hit.
-MATCH (s:Source {uid: $uid})<-[e:EVIDENCED_BY]-(f:Fact)
-WHERE s.tenant = $tenant AND s.scope = $scope AND e.recorded_at <= $known_at
-RETURN f.version_id AS version_id,
-       EXISTS {
-         MATCH (f)-[o:EVIDENCED_BY]->(p:Source)
-         WHERE p.uid <> $uid AND NOT p:Derivation AND o.recorded_at <= $known_at
-           AND NOT EXISTS { (p)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= $known_at }
-       } AS anchored,
-       COUNT { (f)-[:EVIDENCED_BY]->(:Derivation) } AS derivations
-
-// name: lineage.downstream_step
-// One step down from a frontier of facts: one row per derivation that uses them, with
-// the frontier inputs it uses (and their roles) and its outputs, each output `anchored`
-// as in lineage.source_facts and with its number of derivation evidences.
-UNWIND $version_ids AS vid
-MATCH (f:Fact {version_id: vid})<-[u:USES]-(d:Derivation)
-WHERE d.tenant = $tenant AND d.scope = $scope AND d.recorded_at <= $known_at
-WITH d, collect({input: vid, role: u.role}) AS inputs
-RETURN d.id AS derivation, d.uid AS derivation_uid, d.method AS method, inputs,
-       COLLECT {
-         MATCH (d)<-[e:EVIDENCED_BY]-(out:Fact)
-         WHERE e.recorded_at <= $known_at
-         RETURN {version_id: out.version_id,
-                 anchored: EXISTS {
-                   MATCH (out)-[o:EVIDENCED_BY]->(p:Source)
-                   WHERE NOT p:Derivation AND o.recorded_at <= $known_at
-                     AND ($origin IS NULL OR p.uid <> $origin)
-                     AND NOT EXISTS { (p)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= $known_at }
-                 },
-                 derivations: COUNT { (out)-[:EVIDENCED_BY]->(:Derivation) }}
-       } AS outputs
+// name: lineage.downstream
+// The whole downstream closure of an origin in one statement: a source ($source, its
+// facts are the roots) or a version ($version, the root itself). One breadth-first
+// search from the origin (ANY SHORTEST reaches each node once), so the cost follows
+// what is reached, not the graph. A fact is `anchored` when other live evidence that
+// no cascade can reach (a non-derived source other than the origin, not retracted)
+// stands behind it; with $prune the search does not go below anchored facts (nothing
+// there can be affected). The search checks only what prunes; the derivations pass
+// below applies the scope filters (the caller walks only what that pass returns).
+// One row back, ids only, not node maps (decoding is what costs): `facts` as
+// [version_id, root (the origin's own), anchored, derivation evidences, entity,
+// attribute, period, available_by (only $with_time)], `derivations` (those the walked
+// facts feed) as [id, uid, method, [[walked input version_id, role]], output
+// version_ids].
+// A version origin is its own root, never anchored, and counts no derivations
+// (whatever backs it, it is the thing assumed gone).
+CALL () {
+  MATCH (o:Source {uid: $source}) WHERE o.tenant = $tenant AND o.scope = $scope RETURN o
+  UNION
+  MATCH (o:Fact {version_id: $version}) WHERE o.tenant = $tenant AND o.scope = $scope RETURN o
+}
+MATCH ANY SHORTEST (o) (()<-[r:EVIDENCED_BY WHERE r.recorded_at <= $known_at]-()){0,1} (:Fact)
+  ((a:Fact WHERE a.version_id = $version OR NOT $prune OR NOT EXISTS {
+      MATCH (a)-[ae:EVIDENCED_BY]->(p:Source)
+      WHERE NOT p:Derivation AND ae.recorded_at <= $known_at AND ($source IS NULL OR p.uid <> $source)
+        AND NOT EXISTS { (p)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= $known_at }
+    })
+   <-[:USES]-(d:Derivation WHERE d.recorded_at <= $known_at)
+   <-[e:EVIDENCED_BY WHERE e.recorded_at <= $known_at]-(:Fact))* (f:Fact)
+MATCH (f)-[:VERSION_OF]->(k:FactKey)
+// each piece of evidence, once: [from the origin, a derivation, other non-derived evidence]
+WITH f, k, f = o AS root_version,
+     [(f)-[fe:EVIDENCED_BY]->(p:Source) |
+       [p = o AND fe.recorded_at <= $known_at, p:Derivation,
+        CASE WHEN NOT p:Derivation AND fe.recorded_at <= $known_at AND ($source IS NULL OR p.uid <> $source)
+             THEN p END]] AS evidence
+WITH f, k, root_version, evidence,
+     NOT root_version AND any(p IN [x IN evidence WHERE x[2] IS NOT NULL | x[2]]
+                              WHERE NOT EXISTS { (p)<-[:RETRACTS]-(rx:Retraction) WHERE rx.recorded_at <= $known_at })
+       AS anchored
+WITH collect([f.version_id, root_version OR any(x IN evidence WHERE x[0]), anchored,
+              CASE WHEN root_version THEN 0 ELSE size([x IN evidence WHERE x[1]]) END,
+              k.entity, k.attribute, k.period, CASE WHEN $with_time THEN f.available_by END]) AS facts,
+     collect(CASE WHEN NOT $prune OR NOT anchored THEN f END) AS walked
+CALL (walked) {
+  UNWIND walked AS w
+  MATCH (w)<-[u:USES]-(d:Derivation)
+  WITH d, collect([w.version_id, u.role]) AS inputs
+  WHERE d.tenant = $tenant AND d.scope = $scope AND d.recorded_at <= $known_at
+  RETURN collect([d.id, d.uid, d.method, inputs,
+                  [(d)<-[de:EVIDENCED_BY]-(out:Fact) WHERE de.recorded_at <= $known_at | out.version_id]]
+         ) AS derivations
+}
+RETURN facts, derivations
 
 // name: lineage.fact_labels
 // What a report or a drawing shows of each fact: its key, and its publication time

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import gc
 
 import networkx as nx
 import pytest
@@ -135,6 +136,9 @@ def test_lineage_exports_a_networkx_graph(mem, scope, base, tmp_path):
     nx.write_graphml(up, tmp_path / "l.graphml")
     down = mem.lineage(scope, base["x"].version_id, "downstream")
     assert f"f:{s.version_id}" in down
+    [drv] = [n for n in down if n.startswith("d:")]
+    assert down.nodes[drv]["kind"] == "derivation" and down.nodes[drv]["label"] == "calc-s"
+    assert down.edges[f"f:{base['x'].version_id}", drv]["role"] == "a"
 
 
 def test_invalidating_a_superseded_input_still_invalidates_what_was_derived(mem, scope, base):
@@ -171,3 +175,29 @@ def test_impact_with_a_cutoff_lists_only_what_was_public_by_then(mem, scope, bas
 def test_lineage_of_an_unknown_version_is_not_found(mem, scope, base):
     with pytest.raises(NotFoundError):
         mem.lineage(scope, "fv_nope", "upstream")
+
+
+def test_other_evidence_counts_only_while_it_stands(mem, scope, base):
+    s = derive(mem, scope, "s", 15, a=base["z"])                   # z has A and C
+    before = mem.impact(scope, source_id="A")
+    assert {i.id: i.reason for i in before.items}[base["z"].version_id] == "survives"
+    assert s.version_id not in {i.id for i in before.items}, "nothing below a survivor is hit"
+    known = s.recorded_at  # the tenant's last write before C's retraction
+    mem.retract_source(scope, "C", reason="withdrawn")
+    after = {i.id: i.reason for i in mem.impact(scope, source_id="A").items}
+    assert after[base["z"].version_id] == "invalid" and after[s.version_id] == "invalid"
+    then = {i.id: i.reason for i in mem.impact(scope, source_id="A", known_at=known).items}
+    assert then[base["z"].version_id] == "survives", "known_at before C's retraction"
+
+
+def test_impact_leaves_the_garbage_collector_as_it_found_it(mem, scope, base):
+    derive(mem, scope, "s", 30, a=base["x"])
+    assert gc.isenabled()
+    mem.impact(scope, source_id="A")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        mem.impact(scope, source_id="A")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
