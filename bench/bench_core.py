@@ -709,7 +709,7 @@ def drop_tenant(driver: neo4j.Driver, database: str | None, tenant: str) -> floa
     t = time.perf_counter()
     while True:
         n = raw_tx(driver, database, neo4j.WRITE_ACCESS, lambda tx: tx.run(
-            "MATCH (n) WHERE n.tenant = $tenant WITH n LIMIT 20000 DETACH DELETE n "
+            "MATCH (n) WHERE n.tenant = $tenant WITH n LIMIT 5000 DETACH DELETE n "
             "RETURN count(*) AS n", tenant=tenant).single()["n"])
         if n == 0:
             return time.perf_counter() - t
