@@ -49,18 +49,16 @@ import time
 import uuid
 import zlib
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import neo4j
-from common import log, pct, peak_rss_mb  # noqa: E402 - sibling module of the bench scripts
-from neo4j.exceptions import DriverError, Neo4jError
+from common import StatementClock, log, pct, peak_rss_mb, raw_tx  # noqa: E402 - sibling module of the bench scripts
 
 import graphmem
-import graphmem.db as gdb
-from graphmem import Authority, Entity, FactIn, Memory, Period, Scope, Source, StatementError
+from graphmem import Authority, Entity, FactIn, Memory, Period, Scope, Source
 from graphmem.facts import KeySpec, entity_uid, source_uid
 from graphmem.queries import QUERIES
 from graphmem.values import digest, encode
@@ -137,70 +135,6 @@ def code_version() -> dict[str, Any]:
 
 
 
-
-
-# ------------------------------------------------------------------ statement timing
-
-
-class StatementClock:
-    """Per graphmem named statement: calls, wall time, and the server's own time.
-
-    Instrumentation only: it replaces ``graphmem.db.Tx.run`` in this process with a copy
-    that also keeps the result summary (``result_available_after`` = planning + time to
-    the first row, ``result_consumed_after`` = streaming the rest), so the wall time can
-    be split into server time and client/network time. Errors are handled as in graphmem.
-    """
-
-    def __init__(self) -> None:
-        self.stats: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0.0])
-        clock = self
-
-        def timed(tx: gdb.Tx, name: str, /, **params: Any) -> list[dict[str, Any]]:
-            query = tx._queries[name]
-            t0 = time.perf_counter()
-            try:
-                result = tx._tx.run(query, params)
-                rows = [record.data() for record in result]
-                summary = result.consume()
-            except (Neo4jError, DriverError) as exc:
-                if gdb.is_transient(exc):
-                    exc.add_note(f"graphmem statement: {name}")
-                    raise
-                raise StatementError(name, exc) from exc
-            s = clock.stats[name]
-            s[0] += 1
-            s[1] += time.perf_counter() - t0
-            first = (summary.result_available_after or 0) / 1e3
-            s[2] += first + (summary.result_consumed_after or 0) / 1e3
-            s[3] = max(s[3], first)
-            return rows
-
-        gdb.Tx.run = timed  # type: ignore[method-assign]
-
-        # The commit of each transaction graphmem opens (graphmem.db calls tx.commit()).
-        from neo4j._sync.work.transaction import Transaction
-
-        commit = Transaction.commit
-
-        def timed_commit(tx: Any) -> Any:
-            t0 = time.perf_counter()
-            try:
-                return commit(tx)
-            finally:
-                s = clock.stats["(commit)"]
-                s[0] += 1
-                s[1] += time.perf_counter() - t0
-
-        global _COMMIT
-        _COMMIT = commit
-        Transaction.commit = timed_commit  # type: ignore[method-assign]
-
-    def reset(self) -> None:
-        self.stats.clear()
-
-    def snapshot(self) -> dict[str, dict[str, float]]:
-        return {k: {"calls": int(v[0]), "seconds": v[1], "server_seconds": v[2],
-                    "max_first_row_s": v[3]} for k, v in sorted(self.stats.items())}
 
 
 # ------------------------------------------------------------------ synthetic filings
@@ -342,29 +276,6 @@ def chunks(it: Iterator[Any], size: int) -> Iterator[list[Any]]:
             batch = []
     if batch:
         yield batch
-
-
-# ------------------------------------------------------------------ raw baseline
-
-
-_COMMIT: Callable[[Any], Any] | None = None  # the driver's own commit, set by StatementClock
-
-
-def raw_tx(driver: neo4j.Driver, database: str | None, mode: str,
-           work: Callable[[neo4j.Transaction], Any]) -> Any:
-    """One explicit transaction in a fresh session, the way graphmem.db runs its work."""
-    with driver.session(database=database, default_access_mode=mode) as session:
-        tx = session.begin_transaction()
-        try:
-            out = work(tx)
-            if _COMMIT is not None:  # untimed: the baseline is not graphmem
-                _COMMIT(tx)
-            else:
-                tx.commit()
-            return out
-        finally:
-            if not tx.closed():
-                tx.rollback()
 
 
 # ------------------------------------------------------------------ one size
@@ -869,8 +780,7 @@ def main() -> None:
         sys.exit("set GRAPHMEM_NEO4J_URI to a dedicated server, e.g. bolt://127.0.0.1:7688")
 
     if args.child is not None:
-        clock = StatementClock()
-        print(json.dumps(run_size(args.child, args.reads, args.seed, clock, args.drop),
+        print(json.dumps(run_size(args.child, args.reads, args.seed, StatementClock(), args.drop),
                          default=str))
         return
 

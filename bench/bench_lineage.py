@@ -35,7 +35,7 @@ Per size it measures, interleaved in the same loop with a baseline:
   (``Source<-EVIDENCED_BY-Fact``, then a variable-length walk over USES/EVIDENCED_BY)
   and a networkx walk of it (``nx.descendants`` + ``nx.topological_sort``);
 - where impact's time goes: graphmem's named statements (round trips and time, by
-  wrapping ``graphmem.db.Tx.run`` and ``Tx.values`` in this process) and a PROFILE (db hits) of each
+  wrapping ``graphmem.db.Tx.run`` in this process) and a PROFILE (db hits) of each
   statement one impact run issued, plus a cProfile of one run's Python side;
 - ``mem.retract_source`` of the 10% source, once (it writes).
 
@@ -70,7 +70,7 @@ from typing import Any
 
 import neo4j
 import networkx as nx
-from common import log, pct  # noqa: E402 - sibling module of the bench scripts
+from common import StatementClock, log, pct  # noqa: E402 - sibling module of the bench scripts
 
 import graphmem
 import graphmem.db as gdb
@@ -134,46 +134,6 @@ RETURN coalesce(n.version_id, n.id) AS a, coalesce(m.version_id, m.id) AS b
 
 
 
-
-
-# ------------------------------------------------------------------ statement recorder
-
-
-class Recorder:
-    """Wall time, round trips and parameters of graphmem's named statements (wraps
-    ``Tx.run`` and ``Tx.values``)."""
-
-    def __init__(self) -> None:
-        self.stats: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0])
-        self.calls: list[tuple[str, dict[str, Any]]] | None = None
-        for method in ("run", "values"):
-            setattr(gdb.Tx, method, self._timed(getattr(gdb.Tx, method)))
-
-    def _timed(self, orig: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
-        rec = self
-
-        def timed(tx: gdb.Tx, name: str, /, **params: Any) -> list[Any]:
-            t0 = time.perf_counter()
-            rows: list[Any] = []
-            try:
-                rows = orig(tx, name, **params)
-                return rows
-            finally:
-                s = rec.stats[name]
-                s[0] += 1
-                s[1] += time.perf_counter() - t0
-                s[2] += len(rows)
-                if rec.calls is not None:
-                    rec.calls.append((name, params))
-
-        return timed
-
-    def reset(self) -> None:
-        self.stats.clear()
-
-    def snapshot(self) -> dict[str, dict[str, float]]:
-        return {k: {"calls": int(v[0]), "seconds": v[1], "rows": int(v[2])}
-                for k, v in sorted(self.stats.items())}
 
 
 # ------------------------------------------------------------------ the plan
@@ -574,7 +534,7 @@ def affected_derived(report: lineage.ImpactReport, built: Built) -> int:
 
 
 def measure_impact(mem: Memory, built: Built, sid: str, runs: int, budget: float,
-                   rec: Recorder) -> dict[str, Any]:
+                   rec: StatementClock) -> dict[str, Any]:
     scope = built.scope
     total = len(built.derived_vids)
     report = mem.impact(scope, source_id=sid)  # warm: plans, caches, connections
@@ -644,7 +604,7 @@ def profile_query(driver: neo4j.Driver, database: str | None, query: str,
 
 
 def server_vs_client(mem: Memory, name: str, params: dict[str, Any]) -> dict[str, float]:
-    """One statement as graphmem runs it (records to value lists, as ``Tx.values``) and with
+    """One statement as graphmem runs it (records to dicts, as ``Tx.run``) and with
     every column forced and aggregated on the server (one row back): the difference is Bolt
     transfer + decoding."""
     query = QUERIES[name]
@@ -653,7 +613,7 @@ def server_vs_client(mem: Memory, name: str, params: dict[str, Any]) -> dict[str
         t = time.perf_counter()
         res = s.run(query, params)
         keys = res.keys()
-        rows = [r.values() for r in res]
+        rows = [dict(r) for r in res]
         full = time.perf_counter() - t
         forced = ("CALL { " + query + " } RETURN count(*) AS n, "
                   + ", ".join(f"count({k}) AS c{i}" for i, k in enumerate(keys)))
@@ -685,7 +645,7 @@ def path_costs(mem: Memory, built: Built, sid: str) -> dict[str, Any]:
             "single_source_shortest_path_s": one_bfs}
 
 
-def profile_impact(mem: Memory, built: Built, sid: str, rec: Recorder) -> dict[str, Any]:
+def profile_impact(mem: Memory, built: Built, sid: str, rec: StatementClock) -> dict[str, Any]:
     """PROFILE every statement one impact run issues; cProfile its Python side."""
     rec.calls = []
     prof = cProfile.Profile()
@@ -743,7 +703,7 @@ def profile_impact(mem: Memory, built: Built, sid: str, rec: Recorder) -> dict[s
 # ------------------------------------------------------------------ one size
 
 
-def run_size(mem: Memory, size: int, args: argparse.Namespace, rec: Recorder) -> dict[str, Any]:
+def run_size(mem: Memory, size: int, args: argparse.Namespace, rec: StatementClock) -> dict[str, Any]:
     plan = Plan(size, args.seed)
     scope = Scope(tenant=f"bench-lin-{size}-{uuid.uuid4().hex[:8]}")
     log(f"size {size}: tenant {scope.tenant}, {plan.clusters} clusters x {PER_CLUSTER} derived, "
@@ -902,7 +862,7 @@ def main() -> None:
     args = ap.parse_args()
     if not os.environ.get("GRAPHMEM_NEO4J_URI"):
         sys.exit("set GRAPHMEM_NEO4J_URI to a dedicated server, e.g. bolt://127.0.0.1:7689")
-    rec = Recorder()
+    rec = StatementClock()
     results = []
     with Memory.from_env() as mem:
         mem.migrate()

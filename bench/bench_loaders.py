@@ -63,14 +63,13 @@ from pathlib import Path
 from typing import Any
 
 import neo4j
-from common import log, pct, peak_rss_mb  # noqa: E402 - sibling module of the bench scripts
+from common import StatementClock, log, pct, peak_rss_mb, raw_tx  # noqa: E402 - sibling module of the bench scripts
 from graphmem.loaders import availability as av
 from graphmem.loaders import sec
 from neo4j.exceptions import DriverError, Neo4jError
 
 import graphmem
-import graphmem.db as gdb
-from graphmem import Memory, Scope, StatementError
+from graphmem import Memory, Scope
 from graphmem.queries import QUERIES
 from graphmem.values import encode
 
@@ -148,71 +147,6 @@ def snapshot_code(dest: Path) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------ instrumentation
-
-
-class StatementClock:
-    """Per graphmem named statement: calls, wall time, and the server's own time.
-
-    Replaces ``graphmem.db.Tx.run`` in this process with a copy that also keeps the
-    result summary (``result_available_after`` + ``result_consumed_after`` = server
-    time), so each statement's wall time splits into server and client/network time,
-    and the parameters of each statement's last call (to PROFILE a real batch later).
-    The driver's ``begin_transaction`` and ``commit`` are timed as ``(begin)`` and
-    ``(commit)``.
-    """
-
-    def __init__(self) -> None:
-        self.stats: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
-        self.last_params: dict[str, dict[str, Any]] = {}  # per statement, for PROFILE
-        clock = self
-
-        def timed(tx: gdb.Tx, name: str, /, **params: Any) -> list[dict[str, Any]]:
-            query = tx._queries[name]
-            t0 = time.perf_counter()
-            try:
-                result = tx._tx.run(query, params)
-                rows = [record.data() for record in result]
-                summary = result.consume()
-            except (Neo4jError, DriverError) as exc:
-                if gdb.is_transient(exc):
-                    exc.add_note(f"graphmem statement: {name}")
-                    raise
-                raise StatementError(name, exc) from exc
-            clock.last_params[name] = params
-            s = clock.stats[name]
-            s[0] += 1
-            s[1] += time.perf_counter() - t0
-            s[2] += ((summary.result_available_after or 0)
-                     + (summary.result_consumed_after or 0)) / 1e3
-            return rows
-
-        gdb.Tx.run = timed  # type: ignore[method-assign]
-        self._time_driver_call(neo4j.Session, "begin_transaction", "(begin)")
-        self._time_driver_call(neo4j.Transaction, "commit", "(commit)")
-
-    def _time_driver_call(self, cls: type, method: str, label: str) -> None:
-        """Time a driver method as a pseudo-statement (wall time only)."""
-        inner = getattr(cls, method)
-        stats = self.stats
-
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            t0 = time.perf_counter()
-            try:
-                return inner(*args, **kwargs)
-            finally:
-                s = stats[label]
-                s[0] += 1
-                s[1] += time.perf_counter() - t0
-
-        setattr(cls, method, timed)
-
-    def reset(self) -> None:
-        self.stats.clear()
-        self.last_params.clear()
-
-    def snapshot(self) -> dict[str, dict[str, float]]:
-        return {k: {"calls": int(v[0]), "seconds": v[1], "server_seconds": v[2]}
-                for k, v in sorted(self.stats.items())}
 
 
 class CallClock:
@@ -378,20 +312,6 @@ class Synthetic:
 # ------------------------------------------------------------------ raw baseline
 
 
-def raw_tx(driver: neo4j.Driver, database: str | None,
-           work: Callable[[neo4j.Transaction], Any]) -> Any:
-    """One explicit write transaction in a fresh session, the way graphmem.db runs its work."""
-    with driver.session(database=database, default_access_mode=neo4j.WRITE_ACCESS) as session:
-        tx = session.begin_transaction()
-        try:
-            out = work(tx)
-            tx.commit()
-            return out
-        finally:
-            if not tx.closed():
-                tx.rollback()
-
-
 def acceptances_of(submissions: Path | None) -> tuple[dict[str, str], bool]:
     """Acceptance times by accession from a submissions file, and its New York clock sign."""
     if submissions is None:
@@ -439,7 +359,8 @@ def raw_pass(driver: neo4j.Driver, database: str | None, batches: list[list[dict
     """Write every batch, one transaction each; return the seconds spent."""
     t = time.perf_counter()
     for rows in batches:
-        raw_tx(driver, database, lambda tx, rows=rows: tx.run(RAW_CREATE, rows=rows, bench=tag).consume())
+        raw_tx(driver, database, neo4j.WRITE_ACCESS,
+               lambda tx, rows=rows: tx.run(RAW_CREATE, rows=rows, bench=tag).consume())
     return time.perf_counter() - t
 
 
