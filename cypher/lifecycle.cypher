@@ -77,4 +77,4 @@ CREATE (x:Record:Retraction {id: $record_id + ':' + s.id, kind: 'retracted', ten
                              scope: $scope, reason: $reason, by: $by, cause: $cause,
                              recorded_at: $recorded_at})
 CREATE (x)-[:RETRACTS]->(s)
-RETURN s.id AS id
+RETURN count(x) AS retracted
