@@ -48,7 +48,10 @@ WITH x, COLLECT { MATCH (x)-[:ERASES]->(n) RETURN coalesce(n.version_id, n.memor
 MATCH (s:ContextSnapshot)
 WHERE s.tenant = $tenant AND s.scope = $scope AND s.query IS NOT NULL
   AND (any(m IN s.considered WHERE m IN erased)
-       OR any(name IN $names WHERE s.query_words CONTAINS name))
+       OR any(name IN $names WHERE s.query_words CONTAINS name
+              // a snapshot recorded before query_words existed: any mention of the
+              // name in its query text (scrubbing too much is the safe side)
+              OR (s.query_words IS NULL AND toLower(s.query) CONTAINS trim(name))))
 SET s.query = null, s.query_words = null, s.erased_at = coalesce(s.erased_at, $recorded_at)
 MERGE (x)-[:ERASES]->(s)
 RETURN s.id AS id

@@ -585,9 +585,12 @@ def test_erasing_an_entity_or_source_removes_the_snapshot_queries_that_name_it(w
     unrelated = snapshot("T4", "globex revenue")
     ledger = snapshot("T5", "customer ledger export balance")  # names the source's title
     word_only = snapshot("T6", "customer", types=["task_state"])  # a word of the title only
+    legacy = snapshot("T7", "Acme Corp dividends")
+    with w.mem.db.driver.session(database=w.mem.db.database) as session:  # as recorded before
+        session.run("MATCH (s:ContextSnapshot {id: $id}) REMOVE s.query_words", id=legacy).consume()
 
     w.mem.erase(w.scope, entity="acme", reason="right to be forgotten")
-    for sid in (about_acme, by_name, by_alias):
+    for sid in (about_acme, by_name, by_alias, legacy):
         ctx = w.mem.context_snapshot(w.scope, sid)
         assert ctx.query is None, sid
         assert w.mem.trace(w.scope, sid, "fv_nothing").outcome == "not_stored"
