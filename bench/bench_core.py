@@ -508,9 +508,8 @@ def run_size(versions: int, reads: int, seed: int, clock: StatementClock,
                        "idem": None}],
             "times": [cutoff], "brief": False, "min_rank": 0, "kinds": None, "tenant": scope.tenant, "scope": scope.id,
         }
-        batch = [{**params["reads"][0], "i": n, "entity": data.entity(p[0]),
-                  "attribute": data.attribute(p[1]), "unit": data.unit(p[1]),
-                  "period": data.period(p[2]).text, "cutoff": n, "idem": "bench"}
+        # as the write path reads: each key by its uid, at its own cutoff
+        batch = [{"i": n, "uid": uid_of(p), "cutoff": n, "known_at": None, "idem": "bench"}
                  for n, p in enumerate(picks[:CHUNK])]
         batch_times = [p[3] for p in picks[:CHUNK]]
         out["profile"] = {

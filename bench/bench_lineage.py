@@ -62,7 +62,7 @@ import sys
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -70,7 +70,7 @@ from typing import Any
 
 import neo4j
 import networkx as nx
-from common import StatementClock, log, pct  # noqa: E402 - sibling module of the bench scripts
+from common import StatementClock, log, pct, raw_tx  # noqa: E402 - sibling module of the bench scripts
 
 import graphmem
 import graphmem.db as gdb
@@ -274,20 +274,6 @@ def derived_row(scope: Scope, d: Drv, vid: dict[str, str],
         "inputs": [{"role": r["role"], "position": r["position"], "version_id": r["version_id"]}
                    for r in rows],
     }
-
-
-def raw_tx(driver: neo4j.Driver, database: str | None, mode: str,
-           work: Callable[[neo4j.Transaction], Any]) -> Any:
-    """One explicit transaction in a fresh session, the way graphmem.db runs its work."""
-    with driver.session(database=database, default_access_mode=mode) as session:
-        tx = session.begin_transaction()
-        try:
-            out = work(tx)
-            tx.commit()
-            return out
-        finally:
-            if not tx.closed():
-                tx.rollback()
 
 
 def raw_load(mem: Memory, scope: Scope, rows: list[dict[str, Any]]) -> None:

@@ -48,8 +48,8 @@ RETURN vid AS input,
 // what is reached, not the graph. A fact is `anchored` when other live evidence that
 // no cascade can reach (a non-derived source other than the origin, not retracted)
 // stands behind it; with $prune the search does not go below anchored facts (nothing
-// there can be affected). The search checks only what prunes; the derivations pass
-// below applies the scope filters (the caller walks only what that pass returns).
+// there can be affected). The search walks only derivations of this scope; the
+// derivations pass below filters again (the caller walks only what that pass returns).
 // One row back, ids only, not node maps (decoding is what costs): `facts` as
 // [version_id, root (the origin's own), anchored, derivation evidences, entity,
 // attribute, period, available_by (only $with_time)], `derivations` (those the walked
@@ -68,7 +68,7 @@ MATCH ANY SHORTEST (o) (()<-[r:EVIDENCED_BY WHERE r.recorded_at <= $known_at]-()
       WHERE NOT p:Derivation AND ae.recorded_at <= $known_at AND ($source IS NULL OR p.uid <> $source)
         AND NOT EXISTS { (p)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= $known_at }
     })
-   <-[:USES]-(d:Derivation WHERE d.recorded_at <= $known_at)
+   <-[:USES]-(d:Derivation WHERE d.recorded_at <= $known_at AND d.tenant = $tenant AND d.scope = $scope)
    <-[e:EVIDENCED_BY WHERE e.recorded_at <= $known_at]-(:Fact))* (f:Fact)
 MATCH (f)-[:VERSION_OF]->(k:FactKey)
 // each piece of evidence, once: [from the origin, a derivation, other non-derived evidence]

@@ -102,19 +102,6 @@ class KeySpec:
             "period_end": self.period.end,
         }
 
-    def selector(self) -> dict[str, Any]:
-        """This exact key as a ``fact.read`` selector (seeking it by uid)."""
-        return {
-            "uid": self.uid,
-            "entity": self.entity,
-            "attribute": self.attribute,
-            "unit": self.unit,
-            "definition": self.definition,
-            "period": self.period.text,
-            "valid_from": None,
-            "valid_to": None,
-        }
-
 
 @dataclass(frozen=True)
 class Assertion:
@@ -311,7 +298,8 @@ def _decide(tx: Tx, params: dict[str, Any], batch: list[Assertion], recorded_at:
     not ``stored`` yet)."""
     decisions = {n: ("create", a.version_id) for n, a in enumerate(batch)}
     times = Times()
-    reads = [{"i": n, **a.key.selector(), "cutoff": times.ref(a.available_by), "known_at": times.ref(recorded_at),
+    # by uid alone: fact.read ignores a selector's other fields then (not worth encoding)
+    reads = [{"i": n, "uid": a.key.uid, "cutoff": times.ref(a.available_by), "known_at": times.ref(recorded_at),
               "idem": a.idem} for n, a in enumerate(batch) if a.key.uid in stored]
     if not reads:
         return decisions

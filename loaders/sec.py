@@ -26,7 +26,7 @@ the keys, the types of ``val``/``start``/``end``/``accn``/``form``/``filed``, th
 (whitelist in ``_common.unit_ok``), the period (start after end), one form/filed per
 accession. The first problem raises :class:`graphmem.InputError` naming the file, the
 ``taxonomy:concept [unit]`` and the row index in that unit's list; the database is
-untouched. Numbers are parsed as exact decimals (``parse_float=Decimal``); a JSON
+untouched. Numbers are parsed as exact decimals (``ijson``'s ``use_float=False``); a JSON
 ``true`` or a string where a number belongs is refused; ``NaN``/``Infinity`` too.
 
 Memory. The file is streamed (``ijson``): each row is checked as it is read and kept on
@@ -245,8 +245,15 @@ def _stream(path: str | Path) -> Iterator[tuple[tuple[str | int, ...], Any]]:
                         seen_units.append(False)
     except FileNotFoundError:
         raise InputError(file, "file not found") from None
-    except ijson.JSONError as exc:
-        raise InputError(file, f"not valid JSON: {exc}") from None
+    except (ijson.JSONError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(file, f"not valid JSON: {_first_line(exc)}") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    """The parser's message without yajl's multi-line excerpt (or a bytes repr)."""
+    text = exc.args[0] if exc.args else str(exc)
+    text = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
 def _build(event: str, value: Any, events: Iterator[tuple[str, Any]]) -> Any:
@@ -486,7 +493,8 @@ def _facts(spool: Spool, filing: _Filing, entity: str, reround: bool) -> tuple[l
     """The FactIns of one filing (validated rows), with re-roundings made corroborations."""
     rows = list(spool.rows(filing.accession))
     keys = [f"{r.taxonomy}:{r.concept}\x1f{r.unit}\x1f{r.start or ''}\x1f{r.end}" for r in rows]
-    current = spool.current(set(keys))
+    current = spool.current(set(keys)) if reround else {}
+    changed: dict[str, Decimal] = {}
     items: list[FactIn] = []
     seen: set[tuple[str, Decimal]] = set()
     rerounded = duplicates = 0
@@ -500,10 +508,12 @@ def _facts(spool: Spool, filing: _Filing, entity: str, reround: bool) -> tuple[l
         if (key, value) in seen:
             duplicates += 1
         seen.add((key, value))
-        current[key] = value
+        if current.get(key) != value:
+            current[key] = changed[key] = value
         period = Period(start=dt.date.fromisoformat(row.start) if row.start else None,
                         end=dt.date.fromisoformat(row.end))
         items.append(FactIn(entity=entity, attribute=f"{row.taxonomy}:{row.concept}", unit=row.unit,
                             period=period, value=value, sources=(filing.accession,)))
-    spool.keep_current(current)
+    if reround:
+        spool.keep_current(changed)  # only what moved: the rest is in the spool already
     return items, rerounded, duplicates

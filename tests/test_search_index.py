@@ -7,15 +7,9 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-import pytest
 from world import World, t
 
 from graphmem import FactIn, Period
-
-
-@pytest.fixture
-def w(mem, scope):
-    return World(mem, scope)
 
 
 def test_a_search_right_after_a_large_write_finds_every_fact_of_it(migrated, scope):
