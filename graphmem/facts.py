@@ -34,7 +34,7 @@ from .models import (
     SourceRecord,
     authority_of,
 )
-from .values import decode, digest, encode, from_micros
+from .values import decode, digest, encode, from_micros, with_times
 
 
 def scope_params(scope: Scope) -> dict[str, str]:
@@ -447,16 +447,11 @@ def to_version(
     )
 
 
-def _times(item: dict[str, Any], *names: str) -> dict[str, Any]:
-    """``item`` with these fields (microseconds since the epoch, or null) as datetimes."""
-    return {**item, **{n: None if item[n] is None else from_micros(item[n]) for n in names}}
-
-
 def _answer(row: dict[str, Any], cutoff: dt.datetime) -> Answer:
     """An Answer from a full ``fact.read`` row (its times come as epoch microseconds)."""
     candidates = sorted(
-        (to_version(row["key"], _times(c["f"], "available_by", "recorded_at", "erased_at"),
-                    [_times(e, "available_by", "recorded_at") for e in c["live"]], c["rank"])
+        (to_version(row["key"], with_times(c["f"], "available_by", "recorded_at", "erased_at"),
+                    [with_times(e, "available_by", "recorded_at") for e in c["live"]], c["rank"])
          for c in row["candidates"]),
         key=lambda v: (-(v.authority.rank if v.authority else 0), v.available_by, v.version_id),
     )

@@ -52,7 +52,7 @@ from .models import (
     TaskStateIn,
     authority_of,
 )
-from .values import decode, digest, encode, from_micros
+from .values import decode, digest, encode, with_times
 
 APPROVAL_KIND = "approval"
 
@@ -405,12 +405,12 @@ def load_memories(tx: Tx, scope: Scope, memory_ids: Sequence[str], *, known_at: 
     out: dict[str, Experience | TaskState] = {}
     for row in rows:
         m = row["m"]
+        times = with_times(m, "available_by", "recorded_at")
         common = {"memory_id": m["memory_id"], "entities": tuple(row["entities"]),
-                  "available_by": from_micros(m["available_by"]),
-                  "recorded_at": from_micros(m["recorded_at"]), "erased": m["erased"]}
+                  "available_by": times["available_by"], "recorded_at": times["recorded_at"],
+                  "erased": m["erased"]}
         if m["type"] == "experience":
-            ev = _evidence({**e, "available_by": from_micros(e["available_by"]),
-                            "recorded_at": from_micros(e["recorded_at"])} for e in row["ev"])
+            ev = _evidence(with_times(e, "available_by", "recorded_at") for e in row["ev"])
             live = [e.authority.rank for e in ev if not e.retracted and e.available_by <= limit]
             out[m["memory_id"]] = Experience(
                 trigger=m.get("trigger"), preconditions=tuple(m.get("preconditions") or ()),

@@ -46,6 +46,11 @@ def from_micros(micros: int) -> dt.datetime:
     return _EPOCH + dt.timedelta(microseconds=micros)
 
 
+def with_times(item: dict[str, Any], *names: str) -> dict[str, Any]:
+    """``item`` with these fields (epoch microseconds, or null) as datetimes."""
+    return {**item, **{n: None if item[n] is None else from_micros(item[n]) for n in names}}
+
+
 def decode(value_type: str | None, text: str | None) -> FactValue | None:
     """Inverse of :func:`encode`; an erased value (None) stays None."""
     if text is None or value_type is None:
