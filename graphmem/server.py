@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -157,6 +158,18 @@ def wait_for_bolt(uri: str, auth: tuple[str, str] | None, timeout: float) -> Non
     raise ServerError(f"Bolt at {uri} did not answer within {timeout:.0f}s: {last}")
 
 
+def _port_free(port: int) -> bool:
+    """Can a listener bind 127.0.0.1:``port``? (SO_REUSEADDR: closed connections still
+    waiting out TIME_WAIT do not count, only a live listener.)"""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def start(cfg: ServerConfig, timeout: float = 180.0) -> ServerStatus:
     """Build if needed, start the launcher in the background and wait for Bolt."""
     current = status(cfg)
@@ -165,6 +178,13 @@ def start(cfg: ServerConfig, timeout: float = 180.0) -> ServerStatus:
             f"a graphmem Neo4j is already running for {cfg.home} (pid {current.pid}, {current.uri})"
         )
     cfg.pid_file.unlink(missing_ok=True)  # stale: its process is gone
+    if not _port_free(cfg.port):
+        # Bolt answering there would pass for ours: a demo or test would then write
+        # into someone else's database.
+        raise ServerError(
+            f"port {cfg.port} on 127.0.0.1 is already in use (another Neo4j?); stop it, "
+            "or choose another port (--port), or point GRAPHMEM_NEO4J_URI at it"
+        )
     jar = build()
     java = shutil.which("java", path=str(Path(os.environ["JAVA_HOME"]) / "bin")) if os.environ.get(
         "JAVA_HOME"

@@ -72,19 +72,31 @@ def _unlocked(home: Path) -> bool:
 
 
 def test_start_failure_reports_the_log_tail(tmp_path: Path):
-    busy = socket.socket()
-    busy.bind(("127.0.0.1", 0))
-    busy.listen()
-    port = busy.getsockname()[1]
-    cfg = srv.ServerConfig(home=tmp_path / "home", port=port, heap="512m", pagecache="64m")
+    # a heap size the JVM refuses: the launcher exits before Bolt answers
+    cfg = srv.ServerConfig(home=tmp_path / "home", port=_free_port(), heap="lots", pagecache="64m")
     try:
         with pytest.raises(srv.ServerError, match="launcher exited|did not answer") as info:
             srv.start(cfg, timeout=120)
         assert str(cfg.log_file) in str(info.value)
         assert not cfg.pid_file.exists()
     finally:
-        busy.close()
         srv.stop(cfg)
+
+
+def test_start_refuses_a_port_something_already_listens_on(tmp_path: Path):
+    # whatever listens there (another Neo4j would answer Bolt) is never taken for ours
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    port = busy.getsockname()[1]
+    cfg = srv.ServerConfig(home=tmp_path / "home", port=port, heap="512m", pagecache="64m")
+    try:
+        with pytest.raises(srv.ServerError, match=f"port {port} on 127.0.0.1 is already in use"):
+            srv.start(cfg, timeout=120)
+        assert not cfg.pid_file.exists()
+        assert not srv.status(cfg).running
+    finally:
+        busy.close()
 
 
 def test_stop_without_a_server_says_so(tmp_path: Path):
