@@ -97,13 +97,11 @@ CALL (walked) {
 RETURN facts, derivations
 
 // name: lineage.fact_labels
-// What a report or a drawing shows of each fact: its key, and its publication time
-// when a cutoff needs it (decoding thousands of datetimes is not free).
+// What a lineage drawing shows of each fact: its key.
 UNWIND $version_ids AS vid
 MATCH (f:Fact {version_id: vid})-[:VERSION_OF]->(k:FactKey)
 WHERE f.tenant = $tenant AND f.scope = $scope
-RETURN vid AS version_id, k.entity AS entity, k.attribute AS attribute, k.period AS period,
-       CASE WHEN $with_time THEN f.available_by END AS available_by
+RETURN vid AS version_id, k.entity AS entity, k.attribute AS attribute, k.period AS period
 
 // name: lineage.superseded
 // Whether a version has been superseded by K: a later version of its key, still

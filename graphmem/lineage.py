@@ -417,7 +417,7 @@ def lineage_graph(tx: Tx, scope: Scope, version_id: str, direction: str,
     else:
         raise InputError("direction", "must be 'upstream' or 'downstream'")
     facts = [n[2:] for n in graph if n.startswith("f:")] or [version_id]
-    labelled = tx.run("lineage.fact_labels", version_ids=facts, with_time=False, **params)
+    labelled = tx.run("lineage.fact_labels", version_ids=facts, **params)
     if version_id not in {r["version_id"] for r in labelled}:
         raise NotFoundError(f"no version {version_id} in scope {scope.id}")
     for r in labelled:
