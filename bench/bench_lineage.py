@@ -557,7 +557,8 @@ def measure_impact(mem: Memory, built: Built, sid: str, runs: int, budget: float
                            "rows_per_run": v["rows"] / runs_done} for k, v in stmts.items()},
     }
     db_ms = sum(v["ms_per_run"] for v in out["statements"].values())
-    out["round_trips_per_run"] = sum(v["calls_per_run"] for v in out["statements"].values())
+    out["round_trips_per_run"] = sum(v["calls_per_run"] for k, v in out["statements"].items()
+                                     if not k.startswith("("))  # (begin)/(commit) ride along
     out["statements_ms_per_run"] = db_ms
     out["python_ms_per_run"] = sum(t_imp) / runs_done * 1e3 - db_ms
     log(f"    impact {sid}: {affected} derived affected ({affected / total:.1%}), "
