@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import neo4j
-from common import StatementClock, log, pct, peak_rss_mb, raw_tx  # noqa: E402 - sibling module of the bench scripts
+from common import StatementClock, log, pct, peak_rss_mb, plan_operators, raw_tx  # noqa: E402 - sibling module of the bench scripts
 
 import graphmem
 from graphmem import Authority, Entity, FactIn, Memory, Period, Scope, Source
@@ -625,12 +625,6 @@ def drop_tenant(driver: neo4j.Driver, database: str | None, tenant: str) -> floa
             return time.perf_counter() - t
 
 
-def _flatten(plan: dict[str, Any], depth: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
-    yield depth, plan
-    for child in plan.get("children", []):
-        yield from _flatten(child, depth + 1)
-
-
 def profile(driver: neo4j.Driver, database: str | None, query: str,
             params: dict[str, Any]) -> dict[str, Any]:
     with driver.session(database=database, default_access_mode=neo4j.READ_ACCESS) as s:
@@ -638,7 +632,7 @@ def profile(driver: neo4j.Driver, database: str | None, query: str,
         summary = s.run("PROFILE " + query, params).consume()
     plan = summary.profile or {}
     ops = []
-    for depth, node in _flatten(plan):
+    for depth, node in plan_operators(plan):
         args = node.get("args", {})
         ops.append({
             "depth": depth,

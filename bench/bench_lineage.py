@@ -62,7 +62,6 @@ import sys
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -70,7 +69,7 @@ from typing import Any
 
 import neo4j
 import networkx as nx
-from common import StatementClock, log, pct, raw_tx  # noqa: E402 - sibling module of the bench scripts
+from common import StatementClock, log, pct, plan_operators, raw_tx  # noqa: E402 - sibling module of the bench scripts
 
 import graphmem
 import graphmem.db as gdb
@@ -569,12 +568,6 @@ def measure_impact(mem: Memory, built: Built, sid: str, runs: int, budget: float
     return out
 
 
-def _flatten(plan: dict[str, Any], depth: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
-    yield depth, plan
-    for child in plan.get("children", []):
-        yield from _flatten(child, depth + 1)
-
-
 def profile_query(driver: neo4j.Driver, database: str | None, query: str,
                   params: dict[str, Any]) -> dict[str, Any]:
     with driver.session(database=database, default_access_mode=neo4j.READ_ACCESS) as s:
@@ -586,7 +579,7 @@ def profile_query(driver: neo4j.Driver, database: str | None, query: str,
         wall = time.perf_counter() - t
     plan = summary.profile or {}
     ops = [(d, n.get("operatorType", "?").split("@")[0], n.get("dbHits", 0), n.get("rows", 0),
-            str(n.get("args", {}).get("Details", ""))[:100]) for d, n in _flatten(plan)]
+            str(n.get("args", {}).get("Details", ""))[:100]) for d, n in plan_operators(plan)]
     return {"db_hits": sum(o[2] for o in ops), "wall_ms": wall * 1e3, "ops": ops}
 
 

@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 import neo4j
-from common import StatementClock, log, pct, peak_rss_mb, raw_tx  # noqa: E402 - sibling module of the bench scripts
+from common import StatementClock, log, pct, peak_rss_mb, plan_operators, raw_tx  # noqa: E402 - sibling module of the bench scripts
 from graphmem.loaders import availability as av
 from graphmem.loaders import sec
 from neo4j.exceptions import DriverError, Neo4jError
@@ -417,12 +417,6 @@ def timed_load(mem: Memory, scope: Scope, spec: dict[str, Any], clock: Statement
     }
 
 
-def _flatten(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    yield plan
-    for child in plan.get("children", []):
-        yield from _flatten(child)
-
-
 def profile_statement(driver: neo4j.Driver, database: str | None, name: str,
                       params: dict[str, Any]) -> dict[str, Any]:
     """PROFILE graphmem statement ``name`` with the params of a real call: db hits, and the
@@ -438,7 +432,7 @@ def profile_statement(driver: neo4j.Driver, database: str | None, name: str,
         return {"error": str(exc)[:300]}
     ops = [{"operator": n.get("operatorType", "?").split("@")[0], "db_hits": n.get("dbHits", 0),
             "rows": n.get("rows", 0), "details": " ".join(str(n.get("args", {}).get("Details", "")).split())[:160]}
-           for n in _flatten(summary.profile or {})]
+           for _, n in plan_operators(summary.profile or {})]
     seeks = [o for o in ops if "FactKey" in o["details"] and "Seek" in o["operator"]]
     inputs = len(next((v for v in params.values() if isinstance(v, list)), []))
     return {"statement": name, "input_rows": inputs, "db_hits": sum(o["db_hits"] for o in ops),

@@ -7,7 +7,7 @@ import resource
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -28,6 +28,13 @@ def pct(values: list[float], q: float) -> float:
 def peak_rss_mb() -> float:
     """This process's peak resident memory (ru_maxrss is KiB on Linux)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def plan_operators(plan: dict[str, Any], depth: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Every operator of a PROFILE/EXPLAIN plan (the driver's dict), with its depth."""
+    yield depth, plan
+    for child in plan.get("children", []):
+        yield from plan_operators(child, depth + 1)
 
 
 _UNTIMED: dict[str, Callable[..., Any]] = {}  # the driver's own begin and commit, once wrapped

@@ -85,12 +85,17 @@ def test_retract_applies_the_cascade_and_old_known_at_still_sees_it(mem, scope, 
     assert sum(1 for x in history[0].lifecycle if x.kind == "retracted") == 1
 
 
-def test_superseded_input_makes_consumers_stale_not_invalid(mem, scope, base):
-    s = derive(mem, scope, "s", 30, a=base["x"], b=base["y"])
+def restate_x(mem, scope) -> None:
+    """The publisher of x says otherwise later (day 5): x's version is superseded."""
     mem.record_source(scope, Source(id="D", kind="report", authority="primary", publisher="E",
                                     available_by=day(5)))
     mem.assert_fact(scope, FactIn(entity="E", attribute="x", value=11, period=Q, unit="USD",
                                   sources=("D",)))
+
+
+def test_superseded_input_makes_consumers_stale_not_invalid(mem, scope, base):
+    s = derive(mem, scope, "s", 30, a=base["x"], b=base["y"])
+    restate_x(mem, scope)
     report = mem.impact(scope, version_id=base["x"].version_id)
     by_id = {i.id: i for i in report.items}
     assert by_id[s.version_id].reason == "stale"
@@ -143,10 +148,7 @@ def test_lineage_exports_a_networkx_graph(mem, scope, base, tmp_path):
 
 def test_invalidating_a_superseded_input_still_invalidates_what_was_derived(mem, scope, base):
     s = derive(mem, scope, "s", 30, a=base["x"], b=base["y"])
-    mem.record_source(scope, Source(id="D", kind="report", authority="primary", publisher="E",
-                                    available_by=day(5)))
-    mem.assert_fact(scope, FactIn(entity="E", attribute="x", value=11, period=Q, unit="USD",
-                                  sources=("D",)))
+    restate_x(mem, scope)
     mem.invalidate(scope, base["x"].version_id, "loader bug")
     assert mem.as_of(scope, entity="E", attribute="s", cutoff=day(3)).status == "not_found"
     assert mem.versions(scope, [s.version_id])[0].value == 30
