@@ -12,13 +12,32 @@ WHERE e.tenant = $tenant AND e.scope = $scope
 RETURN e.id AS id, e.name AS name, e.kind AS kind, coalesce(e.aliases, []) AS aliases,
        e.erased_at IS NOT NULL AS erased
 
-// name: entity.missing
-// Which of these entity uids do not exist in the scope (an assertion needs its entity).
-UNWIND $uids AS uid
-OPTIONAL MATCH (e:Entity {uid: uid})
-WITH uid, e
-WHERE e IS NULL OR e.tenant <> $tenant OR e.scope <> $scope OR e.erased_at IS NOT NULL
-RETURN uid
+// name: write.prepare
+// What a write needs to know before any rule runs, in one round trip: when each of
+// its sources became public (epoch microseconds) and whether it was erased; which of
+// its entities are missing from the scope (or erased); which of its fact keys are
+// stored, with their revision - only those need the read rule (a key's first
+// assertion is a new version), and expected_revision checks it.
+RETURN COLLECT {
+         UNWIND $source_uids AS uid
+         MATCH (s:Source {uid: uid})
+         WHERE s.tenant = $tenant AND s.scope = $scope
+         RETURN {uid: uid, erased: s.erased_at IS NOT NULL,
+                 available_by: s.available_by.epochSeconds * 1000000 + s.available_by.nanosecond / 1000}
+       } AS sources,
+       COLLECT {
+         UNWIND $entity_uids AS uid
+         OPTIONAL MATCH (e:Entity {uid: uid})
+         WITH uid, e
+         WHERE e IS NULL OR e.tenant <> $tenant OR e.scope <> $scope OR e.erased_at IS NOT NULL
+         RETURN uid
+       } AS missing_entities,
+       COLLECT {
+         UNWIND $key_uids AS uid
+         MATCH (k:FactKey {uid: uid})
+         WHERE k.tenant = $tenant AND k.scope = $scope
+         RETURN {uid: uid, revision: k.revision}
+       } AS keys
 
 // name: source.get_many
 UNWIND $uids AS uid

@@ -157,24 +157,16 @@ WHERE k.tenant = $tenant AND k.period_end >= coalesce($valid_from, date('0001-01
   AND k.period_end <= coalesce($valid_to, date('9999-12-31')) AND k.scope = $scope
 RETURN k.uid AS uid
 
-// name: fact.existing
-// Which of these keys are stored, with their revision: only those need the read rule
-// (a key's first assertion is a new version), and expected_revision checks it.
-UNWIND $uids AS uid
-MATCH (k:FactKey {uid: uid})
-WHERE k.tenant = $tenant AND k.scope = $scope
-RETURN k.uid AS uid, k.revision AS revision
-
 // name: fact.create_versions
 // New versions, each with its first evidence edge; creates the key (linked to its
 // entity) on its first version, and bumps the key's revision. A row names its
-// available_by by its index in $times (see graphmem.facts.Times).
+// available_by and its key's period dates by their index in $times (see graphmem.facts.Times).
 UNWIND $rows AS row
 MERGE (k:FactKey {uid: row.key.uid})
 ON CREATE SET k.tenant = $tenant, k.scope = $scope, k.entity = row.key.entity,
               k.attribute = row.key.attribute, k.unit = row.key.unit,
               k.definition = row.key.definition, k.period = row.key.period,
-              k.period_start = row.key.period_start, k.period_end = row.key.period_end,
+              k.period_start = $times[row.key.period_start], k.period_end = $times[row.key.period_end],
               k.revision = 0
 WITH k, row
 MATCH (e:Entity {uid: row.key.entity_uid})

@@ -86,10 +86,15 @@ class KeySpec:
     @cached_property  # a hash, asked for many times per assertion
     def uid(self) -> str:
         return digest(
-            self.scope.id, self.entity, self.attribute, self.unit, self.definition, self.period.text
+            self.scope.id, self.entity, self.attribute, self.unit, self.definition, self.period_text
         )
 
-    def params(self) -> dict[str, Any]:
+    @cached_property
+    def period_text(self) -> str:
+        return self.period.text
+
+    def params(self, times: Times) -> dict[str, Any]:
+        """The key as a ``fact.create_versions`` row names it (its dates in ``times``)."""
         return {
             "uid": self.uid,
             "entity": self.entity,
@@ -97,9 +102,9 @@ class KeySpec:
             "attribute": self.attribute,
             "unit": self.unit,
             "definition": self.definition,
-            "period": self.period.text,
-            "period_start": self.period.start,
-            "period_end": self.period.end,
+            "period": self.period_text,
+            "period_start": times.ref(self.period.start),
+            "period_end": times.ref(self.period.end),
         }
 
 
@@ -133,18 +138,19 @@ class ChunkResult:
 
 
 class Times:
-    """The datetimes of one statement, each sent once; rows name them by index.
+    """The dates and datetimes of one statement, each sent once; rows name them by index.
 
-    The driver encodes every datetime parameter in Python (about 0.1 ms apiece), so a
-    chunk of 500 assertions that share a filing's available_by would pay for 500; through
-    ``$times`` it pays for one. ``None`` stays ``None`` (``$times[null]`` is null).
+    The driver encodes every temporal parameter in Python (a datetime costs about
+    0.1 ms), so a chunk of 500 assertions that share a filing's available_by and a few
+    period ends would pay for 1,500; through ``$times`` it pays for a handful. ``None``
+    stays ``None`` (``$times[null]`` is null).
     """
 
     def __init__(self) -> None:
-        self.values: list[dt.datetime] = []
-        self._index: dict[dt.datetime, int] = {}
+        self.values: list[dt.date] = []
+        self._index: dict[dt.date, int] = {}
 
-    def ref(self, value: dt.datetime | None) -> int | None:
+    def ref(self, value: dt.date | None) -> int | None:
         if value is None:
             return None
         if value not in self._index:
@@ -232,22 +238,40 @@ def record_source(tx: Tx, scope: Scope, source: Source, recorded_at: Any) -> boo
     return True
 
 
-def _assertions(tx: Tx, scope: Scope, facts: Sequence[FactIn], offset: int) -> list[Assertion]:
+@dataclass(frozen=True)
+class Prepared:
+    """What a chunk's assertions need to know before any rule runs (``write.prepare``)."""
+
+    sources: dict[str, tuple[dt.datetime, bool]]  # source uid -> (available_by, erased)
+    missing_entities: set[str]  # entity uids not in scope, or erased
+    revisions: dict[str, int]  # stored key uid -> its revision
+
+
+def _prepare(tx: Tx, scope: Scope, facts: Sequence[FactIn]) -> Prepared:
+    """One round trip for the chunk's sources, entities and stored keys."""
+    row = tx.one(
+        "write.prepare",
+        source_uids=sorted({source_uid(scope, sid) for fact in facts for sid in fact.sources}),
+        entity_uids=sorted({entity_uid(scope, fact.entity) for fact in facts}),
+        key_uids=sorted({KeySpec.of(scope, fact).uid for fact in facts}),
+        **scope_params(scope),
+    )
+    return Prepared(
+        sources={s["uid"]: (from_micros(s["available_by"]), s["erased"]) for s in row["sources"]},
+        missing_entities=set(row["missing_entities"]),
+        revisions={k["uid"]: k["revision"] for k in row["keys"]},
+    )
+
+
+def _assertions(scope: Scope, facts: Sequence[FactIn], known: Prepared, offset: int) -> list[Assertion]:
     """Check sources and entities exist, fix each fact's available_by, expand per source.
 
     ``offset`` is the chunk's first row in the caller's batch, so errors name that row.
     """
-    params = scope_params(scope)
-    source_uids = {sid: source_uid(scope, sid) for fact in facts for sid in fact.sources}
-    entity_uids = {fact.entity: entity_uid(scope, fact.entity) for fact in facts}
-    sources = {row["uid"]: row for row in tx.run("source.get_many", uids=sorted(set(source_uids.values())),
-                                                 **params)}
-    missing_entities = {row["uid"] for row in tx.run("entity.missing", uids=sorted(set(entity_uids.values())),
-                                                     **params)}
     out: list[Assertion] = []
     for row, fact in enumerate(facts):
         where = f"facts[{row + offset}]"
-        if entity_uids[fact.entity] in missing_entities:
+        if entity_uid(scope, fact.entity) in known.missing_entities:
             raise InputError(
                 f"{where}.entity", f"entity {fact.entity!r} not found in scope (or erased); put_entity first"
             )
@@ -255,14 +279,14 @@ def _assertions(tx: Tx, scope: Scope, facts: Sequence[FactIn], offset: int) -> l
             raise InputError(f"{where}.sources", "a fact needs at least one source")
         stamps = []
         for sid in fact.sources:
-            stored = sources.get(source_uids[sid])
+            stored = known.sources.get(source_uid(scope, sid))
             if stored is None:
                 raise InputError(
                     f"{where}.sources", f"source {sid!r} not recorded in scope {scope.id}"
                 )
-            if stored["erased_at"] is not None:
+            if stored[1]:
                 raise InputError(f"{where}.sources", f"source {sid!r} was erased; it evidences nothing new")
-            stamps.append(native(stored["available_by"]))
+            stamps.append(stored[0])
         available_by = fact.available_by or max(stamps)
         if available_by < max(stamps):
             raise InputError(
@@ -273,7 +297,7 @@ def _assertions(tx: Tx, scope: Scope, facts: Sequence[FactIn], offset: int) -> l
         value_type, value, value_num = encode(fact.value)
         key = KeySpec.of(scope, fact)
         for sid in dict.fromkeys(fact.sources):
-            out.append(Assertion(row, key, source_uids[sid], value_type, value, value_num, available_by))
+            out.append(Assertion(row, key, source_uid(scope, sid), value_type, value, value_num, available_by))
     return out
 
 
@@ -316,17 +340,13 @@ def _decide(tx: Tx, params: dict[str, Any], batch: list[Assertion], recorded_at:
     return decisions
 
 
-def _stored_keys(tx: Tx, params: dict[str, Any], assertions: list[Assertion],
-                 expected_revision: int | None) -> set[str]:
-    """The chunk's keys that are stored already; with ``expected_revision``, every key
-    written must be at it (0 for a key not stored yet)."""
-    uids = sorted({a.key.uid for a in assertions})
-    revisions = {row["uid"]: row["revision"] for row in tx.run("fact.existing", uids=uids, **params)}
-    if expected_revision is not None:
-        for uid in uids:
-            if (stored := revisions.get(uid, 0)) != expected_revision:
-                raise ConcurrentWriteError(uid, expected_revision, stored)
-    return set(revisions)
+def _check_revisions(known: Prepared, assertions: list[Assertion], expected_revision: int | None) -> None:
+    """With ``expected_revision``, every key written must be at it (0 for a key not stored yet)."""
+    if expected_revision is None:
+        return
+    for uid in sorted({a.key.uid for a in assertions}):
+        if (stored := known.revisions.get(uid, 0)) != expected_revision:
+            raise ConcurrentWriteError(uid, expected_revision, stored)
 
 
 def write_facts(
@@ -338,12 +358,14 @@ def write_facts(
     offset: int = 0,
 ) -> ChunkResult:
     """Write a chunk of assertions in the caller's transaction; see module docstring."""
-    assertions = _assertions(tx, scope, facts, offset)
+    known = _prepare(tx, scope, facts)
+    assertions = _assertions(scope, facts, known, offset)
+    _check_revisions(known, assertions, expected_revision)
     params = scope_params(scope)
     result = ChunkResult(version_ids=[""] * len(facts))
     outcome: dict[str, str] = {}  # idempotency key -> the version it landed on
     touched: set[str] = set()  # versions created or given new evidence here
-    stored = _stored_keys(tx, params, assertions, expected_revision)
+    stored = set(known.revisions)
     for batch in _rounds(assertions):
         decisions = _decide(tx, params, batch, recorded_at, stored)
         stored |= {a.key.uid for a in batch}  # a later round reads what this one wrote
@@ -360,7 +382,7 @@ def write_facts(
             if action == "evidence":
                 evidence.append(item)
             else:
-                creates.append({**item, "key": a.key.params(), "value": a.value, "value_type": a.value_type,
+                creates.append({**item, "key": a.key.params(times), "value": a.value, "value_type": a.value_type,
                                 "value_num": a.value_num, "value_hash": digest(a.value_type, a.value)})
         if creates:
             tx.run("fact.create_versions", rows=creates, times=times.values, recorded_at=recorded_at, **params)

@@ -52,7 +52,7 @@ from .models import (
     TaskStateIn,
     authority_of,
 )
-from .values import decode, digest, encode, with_times
+from .values import decode, digest, encode, from_micros, with_times
 
 APPROVAL_KIND = "approval"
 
@@ -63,15 +63,15 @@ APPROVAL_KIND = "approval"
 def _known(tx: Tx, scope: Scope, source_ids: Iterable[str], entity_ids: Iterable[str]
            ) -> tuple[dict[str, dict[str, Any]], set[str]]:
     """The usable sources among ``source_ids`` (recorded and not erased: an erased source
-    evidences nothing new), by id, and the entity ids not recorded."""
-    params = facts.scope_params(scope)
-    sids = sorted(set(source_ids))
-    rows = tx.run("source.get_many", uids=[facts.source_uid(scope, s) for s in sids], **params)
-    sources = {row["id"]: row for row in rows if row["erased_at"] is None}
-    eids = sorted(set(entity_ids))
-    uid_to_id = {facts.entity_uid(scope, e): e for e in eids}
-    missing = tx.run("entity.missing", uids=sorted(uid_to_id), **params)
-    return sources, {uid_to_id[row["uid"]] for row in missing}
+    evidences nothing new), by id, with when each became public; and the entity ids not
+    recorded."""
+    sids = {facts.source_uid(scope, s): s for s in set(source_ids)}
+    eids = {facts.entity_uid(scope, e): e for e in set(entity_ids)}
+    row = tx.one("write.prepare", source_uids=sorted(sids), entity_uids=sorted(eids), key_uids=[],
+                 **facts.scope_params(scope))
+    sources = {sids[s["uid"]]: {"id": sids[s["uid"]], "available_by": from_micros(s["available_by"])}
+               for s in row["sources"] if not s["erased"]}
+    return sources, {eids[uid] for uid in row["missing_entities"]}
 
 
 def _source_reasons(claimed: Sequence[str], known: dict[str, Any], what: str) -> list[str]:

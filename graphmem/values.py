@@ -13,6 +13,7 @@ import datetime as dt
 import hashlib
 import json
 from decimal import Decimal
+from json.encoder import encode_basestring
 from typing import Any
 
 from .models import FactValue
@@ -65,9 +66,30 @@ def decode(value_type: str | None, text: str | None) -> FactValue | None:
 
 
 def digest(*parts: Any, prefix: str = "", size: int = 24) -> str:
-    """A short stable hash of JSON-encoded parts (dates and datetimes as ISO text)."""
-    payload = json.dumps(parts, default=_iso, separators=(",", ":"), ensure_ascii=False)
+    """A short stable hash of JSON-encoded parts (dates and datetimes as ISO text).
+
+    Ids of keys, versions and idempotency keys are digests, several per assertion, so
+    parts that are text, None, dates or datetimes (nearly all of them) are encoded
+    directly, with the escaper ``json.dumps`` itself uses: the same bytes, a few times
+    faster. Any other part takes ``json.dumps``.
+    """
+    encoded = [_json_part(p) for p in parts]
+    if None in encoded:
+        payload = json.dumps(parts, default=_iso, separators=(",", ":"), ensure_ascii=False)
+    else:
+        payload = "[" + ",".join(encoded) + "]"
     return prefix + hashlib.sha256(payload.encode()).hexdigest()[:size]
+
+
+def _json_part(part: Any) -> str | None:
+    """``part`` as ``json.dumps(..., ensure_ascii=False)`` writes it, or None if not simple."""
+    if isinstance(part, str):
+        return encode_basestring(part)
+    if part is None:
+        return "null"
+    if isinstance(part, (dt.date, dt.datetime)):
+        return encode_basestring(part.isoformat())
+    return None
 
 
 def _iso(value: Any) -> str:
