@@ -158,9 +158,10 @@ WHERE k.tenant = $tenant AND k.period_end >= coalesce($valid_from, date('0001-01
 RETURN k.uid AS uid
 
 // name: fact.create_versions
-// New versions, each with its first evidence edge; creates the key (linked to its
-// entity) on its first version, and bumps the key's revision. A row names its
-// available_by and its key's period dates by their index in $times (see graphmem.facts.Times).
+// New versions, each with its first evidence edge and its search text; creates the
+// key (linked to its entity) on its first version, and bumps the key's revision. A row
+// names its available_by and its key's period dates by their index in $times (see
+// graphmem.facts.Times).
 UNWIND $rows AS row
 MERGE (k:FactKey {uid: row.key.uid})
 ON CREATE SET k.tenant = $tenant, k.scope = $scope, k.entity = row.key.entity,
@@ -171,7 +172,7 @@ ON CREATE SET k.tenant = $tenant, k.scope = $scope, k.entity = row.key.entity,
 WITH k, row
 MATCH (e:Entity {uid: row.key.entity_uid})
 MERGE (k)-[:ABOUT]->(e)
-WITH k, row
+WITH k, e, row
 MATCH (s:Source {uid: row.source_uid})
 SET k.revision = k.revision + 1
 CREATE (f:Fact {version_id: row.version_id, tenant: $tenant, scope: $scope,
@@ -183,6 +184,14 @@ CREATE (f:Fact {version_id: row.version_id, tenant: $tenant, scope: $scope,
 CREATE (f)-[:VERSION_OF]->(k)
 CREATE (f)-[:EVIDENCED_BY {idem: row.idem, available_by: $times[row.available_by],
                            recorded_at: $recorded_at}]->(s)
+// searchable at once, by the same text search.index_facts writes (one source so far);
+// here rather than in a second statement that would find each version again
+WITH f, k, e, ' ' +
+       // include: search.source_text
+     AS sources
+SET f.search_scope = $scope_token,
+    f.search_text =
+      // include: search.fact_text
 RETURN count(f) AS created
 
 // name: fact.add_evidence

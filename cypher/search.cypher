@@ -3,27 +3,41 @@
 // The full-text index is graphmem_search_text (schema.021), eventually consistent:
 // search.hits waits for every committed update to be indexed before it queries it.
 
+// fragment: search.source_text
+// A source as search text, from `s`: its id, title, kind and publisher, so that an
+// accession number, a ticker or a publisher finds what the source stands behind.
+s.id + ' ' + coalesce(s.title, '') + ' ' + s.kind + ' ' + coalesce(s.publisher, '')
+
+// fragment: search.fact_text
+// The text a fact version `f` is found by: its key `k` (the entity id, and the kind,
+// name and aliases of its entity `e`; attribute, definition, unit, period), its value,
+// and `sources`, the text of every source behind it; null once the version is erased.
+// Written by fact.create_versions for a new version and by search.index_facts after
+// anything else touches it, so both must say the same thing: hence one fragment.
+CASE WHEN f.erased_at IS NULL THEN
+  k.entity + ' ' + coalesce(e.kind, '') + ' ' + coalesce(e.name, '') + ' '
+  + reduce(t = '', a IN coalesce(e.aliases, []) | t + ' ' + a) + ' '
+  + k.attribute + ' ' + k.definition + ' ' + k.unit + ' ' + k.period + ' '
+  + coalesce(f.value, '') + ' ' + sources
+END
+
 // name: search.index_facts
-// The text a fact version is found by: its key (entity id, kind, name and aliases;
-// attribute, definition, unit, period), its value, and every source behind it (id,
-// title, kind, publisher - so an accession number or a ticker finds it). Rebuilt after
-// every write that touches the version; an erased version drops out of the index.
+// Rebuild the search text of fact versions (search.fact_text) after a write touched
+// them other than by creating them: new evidence, an entity renamed, an erasure (an
+// erased version drops out of the index).
 UNWIND $version_ids AS vid
 MATCH (f:Fact {version_id: vid})-[:VERSION_OF]->(k:FactKey)
 WHERE f.tenant = $tenant AND f.scope = $scope
 OPTIONAL MATCH (k)-[:ABOUT]->(e:Entity)
 WITH f, k, e,
-     reduce(t = '', s IN COLLECT {
+     reduce(t = '', text IN COLLECT {
        MATCH (f)-[:EVIDENCED_BY]->(s:Source)
-       RETURN s.id + ' ' + coalesce(s.title, '') + ' ' + s.kind + ' ' + coalesce(s.publisher, '')
-     } | t + ' ' + s) AS sources
+       RETURN
+         // include: search.source_text
+     } | t + ' ' + text) AS sources
 SET f.search_scope = CASE WHEN f.erased_at IS NULL THEN $scope_token END,
-    f.search_text = CASE WHEN f.erased_at IS NULL THEN
-      k.entity + ' ' + coalesce(e.kind, '') + ' ' + coalesce(e.name, '') + ' '
-      + reduce(t = '', a IN coalesce(e.aliases, []) | t + ' ' + a) + ' '
-      + k.attribute + ' ' + k.definition + ' ' + k.unit + ' ' + k.period + ' '
-      + coalesce(f.value, '') + ' ' + sources
-    END
+    f.search_text =
+      // include: search.fact_text
 RETURN count(f) AS indexed
 
 // name: search.index_memories
@@ -40,7 +54,8 @@ WITH m,
      } | t + ' ' + x) AS entities,
      reduce(t = '', x IN COLLECT {
        MATCH (m)-[:VALIDATED_BY|REFERS_TO]->(s:Source)
-       RETURN s.id + ' ' + coalesce(s.title, '') + ' ' + s.kind + ' ' + coalesce(s.publisher, '')
+       RETURN
+         // include: search.source_text
      } | t + ' ' + x) AS sources
 WITH m, entities + ' ' + sources AS linked,
      reduce(t = '', x IN coalesce(m.preconditions, []) + coalesce(m.procedure, [])

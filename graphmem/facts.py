@@ -364,7 +364,7 @@ def write_facts(
     params = scope_params(scope)
     result = ChunkResult(version_ids=[""] * len(facts))
     outcome: dict[str, str] = {}  # idempotency key -> the version it landed on
-    touched: set[str] = set()  # versions created or given new evidence here
+    reindex: set[str] = set()  # versions given new evidence (a new one is indexed as it is created)
     stored = set(known.revisions)
     for batch in _rounds(assertions):
         decisions = _decide(tx, params, batch, recorded_at, stored)
@@ -376,16 +376,17 @@ def write_facts(
             if action == "unchanged":
                 result.unchanged += 1
                 continue
-            touched.add(target)
             item = {"source_uid": a.source_uid, "idem": a.idem, "available_by": times.ref(a.available_by),
                     "version_id": target}
             if action == "evidence":
                 evidence.append(item)
+                reindex.add(target)
             else:
                 creates.append({**item, "key": a.key.params(times), "value": a.value, "value_type": a.value_type,
                                 "value_num": a.value_num, "value_hash": digest(a.value_type, a.value)})
         if creates:
-            tx.run("fact.create_versions", rows=creates, times=times.values, recorded_at=recorded_at, **params)
+            tx.run("fact.create_versions", rows=creates, times=times.values, recorded_at=recorded_at,
+                   scope_token=indexing.scope_token(scope), **params)
         if evidence:
             tx.run("fact.add_evidence", rows=evidence, times=times.values, recorded_at=recorded_at, **params)
         result.created += len(creates)
@@ -393,7 +394,7 @@ def write_facts(
     result.unchanged += len(assertions) - len(outcome)  # repeats within this chunk
     for a in assertions:
         result.version_ids[a.row] = outcome[a.idem]
-    indexing.index_facts(tx, scope, touched)  # new versions and new evidence only
+    indexing.index_facts(tx, scope, reindex)  # its text now names the new sources too
     return result
 
 

@@ -5,6 +5,12 @@ Every statement graphmem runs lives in a ``.cypher`` file under a header line
 with parameters, never by building query text. The catalogue is parsed at import,
 so a duplicate or empty name fails before any connection is made, and asking for
 a name that does not exist fails with the list of close names.
+
+A piece of Cypher that two statements must share word for word (the text a fact is
+found by, written both when a version is created and when it is re-indexed) is a
+fragment: declared under ``// fragment: group.piece`` and pasted, at load, in place of
+each line ``// include: group.piece``. Fragments are not statements: they cannot be
+run on their own, and an include of a name that is not a fragment fails at load.
 """
 
 from __future__ import annotations
@@ -13,17 +19,25 @@ import difflib
 import re
 from collections.abc import Iterator, Mapping
 from importlib import resources
+from typing import NamedTuple
 
 from .errors import QueryCatalogError
 
-_HEADER = re.compile(r"^//\s*name:\s*(?P<name>\S+)\s*$")
+_HEADER = re.compile(r"^//\s*(?P<kind>name|fragment):\s*(?P<name>\S+)\s*$")
+_INCLUDE = re.compile(r"^[ \t]*//[ \t]*include:[ \t]*(?P<name>\S+)[ \t]*$", re.MULTILINE)
 _NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$")
 
 
-def parse(text: str, origin: str) -> dict[str, str]:
-    """Split one file's text into ``{name: statement}``; refuse duplicates and empties."""
-    statements: dict[str, str] = {}
-    name: str | None = None
+class Parsed(NamedTuple):
+    statements: dict[str, str]
+    fragments: dict[str, str]
+
+
+def parse(text: str, origin: str) -> Parsed:
+    """Split one file's text into its statements and fragments, by name; refuse
+    duplicates and empties."""
+    parsed = Parsed({}, {})
+    kind, name = "name", None
     lines: list[str] = []
 
     def close() -> None:
@@ -36,22 +50,39 @@ def parse(text: str, origin: str) -> dict[str, str]:
         body = "\n".join(lines).strip()
         if not body or all(ln.strip().startswith("//") for ln in body.splitlines()):
             raise QueryCatalogError(f"{origin}: statement {name!r} is empty")
-        statements[name] = body
+        (parsed.statements if kind == "name" else parsed.fragments)[name] = body
 
     for lineno, line in enumerate(text.splitlines(), 1):
         match = _HEADER.match(line.strip())
         if match:
             close()
-            name = match["name"]
+            kind, name = match["kind"], match["name"]
             if not _NAME.match(name):
                 raise QueryCatalogError(f"{origin}:{lineno}: bad statement name {name!r}")
-            if name in statements:
+            if name in parsed.statements or name in parsed.fragments:
                 raise QueryCatalogError(f"{origin}:{lineno}: duplicate statement name {name!r}")
             lines = []
         else:
             lines.append(line)
     close()
-    return statements
+    return parsed
+
+
+def resolve(statements: dict[str, str], fragments: dict[str, str]) -> dict[str, str]:
+    """The statements with every ``// include:`` line replaced by its fragment."""
+
+    def expand(name: str, body: str, chain: tuple[str, ...]) -> str:
+        def paste(match: re.Match[str]) -> str:
+            wanted = match["name"]
+            if wanted not in fragments:
+                raise QueryCatalogError(f"{name!r} includes {wanted!r}, which is not a fragment")
+            if wanted in chain:
+                raise QueryCatalogError(f"{name!r}: fragments include each other: {' -> '.join(chain + (wanted,))}")
+            return expand(wanted, fragments[wanted], chain + (wanted,))
+
+        return _INCLUDE.sub(paste, body)
+
+    return {name: expand(name, body, ()) for name, body in statements.items()}
 
 
 class Catalogue(Mapping[str, str]):
@@ -62,7 +93,7 @@ class Catalogue(Mapping[str, str]):
 
     @classmethod
     def load(cls, package: str = "graphmem.cypher") -> Catalogue:
-        merged: dict[str, str] = {}
+        merged = Parsed({}, {})
         files = sorted(
             (f for f in resources.files(package).iterdir() if f.name.endswith(".cypher")),
             key=lambda f: f.name,
@@ -70,11 +101,13 @@ class Catalogue(Mapping[str, str]):
         if not files:
             raise QueryCatalogError(f"no .cypher files found in package {package}")
         for file in files:
-            for name, body in parse(file.read_text(encoding="utf-8"), file.name).items():
-                if name in merged:
+            parsed = parse(file.read_text(encoding="utf-8"), file.name)
+            for name, body in [*parsed.statements.items(), *parsed.fragments.items()]:
+                if name in merged.statements or name in merged.fragments:
                     raise QueryCatalogError(f"{file.name}: duplicate statement name {name!r}")
-                merged[name] = body
-        return cls(merged)
+            merged.statements.update(parsed.statements)
+            merged.fragments.update(parsed.fragments)
+        return cls(resolve(merged.statements, merged.fragments))
 
     def __getitem__(self, name: str) -> str:
         try:

@@ -20,7 +20,7 @@ UTC = dt.UTC
 
 def _counting_db(mem: Memory, text: str) -> tuple[Database, list[int]]:
     db = Database(mem.db.driver, mem.db.database, RetryPolicy(attempts=5, seconds=10),
-                  queries=Catalogue(parse(text, "test.cypher")))
+                  queries=Catalogue(parse(text, "test.cypher").statements))
     return db, []
 
 

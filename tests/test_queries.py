@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from graphmem.errors import QueryCatalogError
-from graphmem.queries import QUERIES, parse
+from graphmem.queries import QUERIES, parse, resolve
 
 
 def test_duplicate_name_is_refused():
@@ -22,6 +22,26 @@ def test_empty_statement_is_refused():
 def test_cypher_before_first_header_is_refused():
     with pytest.raises(QueryCatalogError, match="before the first"):
         parse("RETURN 0\n// name: a.one\nRETURN 1\n", "x.cypher")
+
+
+def test_an_include_pastes_its_fragment_and_a_fragment_is_no_statement():
+    parsed = parse("// fragment: a.sum\n1 + 2\n// name: a.one\nRETURN\n  // include: a.sum\nAS x\n",
+                   "x.cypher")
+    assert list(parsed.statements) == ["a.one"] and list(parsed.fragments) == ["a.sum"]
+    assert resolve(parsed.statements, parsed.fragments) == {"a.one": "RETURN\n1 + 2\nAS x"}
+
+
+def test_an_include_of_no_fragment_is_refused():
+    parsed = parse("// name: a.one\nRETURN\n// include: a.nothing\n", "x.cypher")
+    with pytest.raises(QueryCatalogError, match="'a.one' includes 'a.nothing', which is not a fragment"):
+        resolve(parsed.statements, parsed.fragments)
+
+
+def test_fragments_that_include_each_other_are_refused():
+    parsed = parse("// fragment: a.x\n1 +\n// include: a.y\n// fragment: a.y\n2 +\n// include: a.x\n"
+                   "// name: a.one\nRETURN\n// include: a.x\n", "x.cypher")
+    with pytest.raises(QueryCatalogError, match="include each other"):
+        resolve(parsed.statements, parsed.fragments)
 
 
 def test_unknown_name_suggests_close_ones():

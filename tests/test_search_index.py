@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from world import World, t
 
-from graphmem import FactIn, Period
+from graphmem import FactIn, Period, indexing
 
 
 def test_a_search_right_after_a_large_write_finds_every_fact_of_it(migrated, scope):
@@ -27,4 +27,28 @@ def test_a_search_right_after_a_large_write_finds_every_fact_of_it(migrated, sco
     found = w.search("kpi29", cutoff=t("2024-06-01"), limit=200)
     assert len(found.hits) == 100
     assert {h.answer.attribute for h in found.hits} == {"kpi29"}
+    mem.close()
+
+
+def test_a_new_version_is_indexed_with_the_text_a_reindex_gives_it(migrated, scope):
+    # a new version gets its search text as it is created (fact.create_versions); any
+    # later touch rebuilds it with search.index_facts: both must write the same text
+    mem = migrated.connect()
+    w = World(mem, scope)
+    w.source("0000950170-24-000002", t("2024-05-01"), title="10-Q for Q1", publisher="0000001")
+    version = w.fact(Decimal("12.5"), "0000950170-24-000002")
+
+    def text() -> str:
+        with mem.db.driver.session(database=mem.db.database) as session:
+            return session.run("MATCH (f:Fact {version_id: $vid}) RETURN f.search_text AS text",
+                               vid=version.version_id).single()["text"]
+
+    created = text()
+    for part in ("0000950170-24-000002", "10-Q for Q1", "0000001", "acme", "revenue", "12.5"):
+        assert part in created
+    with mem.db.driver.session(database=mem.db.database) as session:
+        session.execute_write(lambda tx: tx.run(
+            "MATCH (f:Fact {version_id: $vid}) SET f.search_text = null", vid=version.version_id).consume())
+    mem.db.write(lambda tx: indexing.index_facts(tx, scope, [version.version_id]), "reindex")
+    assert text() == created
     mem.close()
