@@ -247,13 +247,13 @@ class Prepared:
     revisions: dict[str, int]  # stored key uid -> its revision
 
 
-def _prepare(tx: Tx, scope: Scope, facts: Sequence[FactIn]) -> Prepared:
+def _prepare(tx: Tx, scope: Scope, facts: Sequence[FactIn], keys: Sequence[KeySpec]) -> Prepared:
     """One round trip for the chunk's sources, entities and stored keys."""
     row = tx.one(
         "write.prepare",
         source_uids=sorted({source_uid(scope, sid) for fact in facts for sid in fact.sources}),
         entity_uids=sorted({entity_uid(scope, fact.entity) for fact in facts}),
-        key_uids=sorted({KeySpec.of(scope, fact).uid for fact in facts}),
+        key_uids=sorted({key.uid for key in keys}),
         **scope_params(scope),
     )
     return Prepared(
@@ -263,13 +263,14 @@ def _prepare(tx: Tx, scope: Scope, facts: Sequence[FactIn]) -> Prepared:
     )
 
 
-def _assertions(scope: Scope, facts: Sequence[FactIn], known: Prepared, offset: int) -> list[Assertion]:
+def _assertions(scope: Scope, facts: Sequence[FactIn], keys: Sequence[KeySpec], known: Prepared,
+                offset: int) -> list[Assertion]:
     """Check sources and entities exist, fix each fact's available_by, expand per source.
 
     ``offset`` is the chunk's first row in the caller's batch, so errors name that row.
     """
     out: list[Assertion] = []
-    for row, fact in enumerate(facts):
+    for row, (fact, key) in enumerate(zip(facts, keys, strict=True)):
         where = f"facts[{row + offset}]"
         if entity_uid(scope, fact.entity) in known.missing_entities:
             raise InputError(
@@ -295,7 +296,6 @@ def _assertions(scope: Scope, facts: Sequence[FactIn], known: Prepared, offset: 
                 f"({max(stamps).isoformat()})",
             )
         value_type, value, value_num = encode(fact.value)
-        key = KeySpec.of(scope, fact)
         for sid in dict.fromkeys(fact.sources):
             out.append(Assertion(row, key, source_uid(scope, sid), value_type, value, value_num, available_by))
     return out
@@ -358,8 +358,9 @@ def write_facts(
     offset: int = 0,
 ) -> ChunkResult:
     """Write a chunk of assertions in the caller's transaction; see module docstring."""
-    known = _prepare(tx, scope, facts)
-    assertions = _assertions(scope, facts, known, offset)
+    keys = [KeySpec.of(scope, fact) for fact in facts]
+    known = _prepare(tx, scope, facts, keys)
+    assertions = _assertions(scope, facts, keys, known, offset)
     _check_revisions(known, assertions, expected_revision)
     params = scope_params(scope)
     result = ChunkResult(version_ids=[""] * len(facts))
