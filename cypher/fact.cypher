@@ -36,11 +36,12 @@ WITH r, K, k, COLLECT {
   MATCH (f:Fact)-[:VERSION_OF]->(k)
   RETURN {
     f: f,
+    // what the rule reads of each evidence; the source node itself for what only an
+    // answer shows (id, uri, title), read in the projection for the candidates alone
     ev: COLLECT {
       MATCH (f)-[e:EVIDENCED_BY]->(s:Source)
       WHERE e.recorded_at <= K
-      RETURN {source_id: s.id, kind: s.kind, authority: s.authority, rank: s.authority_rank,
-              publisher: s.publisher, uri: s.uri, title: s.title, idem: e.idem,
+      RETURN {s: s, kind: s.kind, rank: s.authority_rank, publisher: s.publisher, idem: e.idem,
               available_by: e.available_by, recorded_at: e.recorded_at,
               retracted: EXISTS { (s)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= K }}
     },
@@ -99,8 +100,9 @@ RETURN r.i AS i, CASE WHEN NOT $brief THEN K.epochSeconds * 1000000 + K.nanoseco
                     recorded_at: v.f.recorded_at.epochSeconds * 1000000 + v.f.recorded_at.nanosecond / 1000,
                     revision: v.f.revision,
                     erased_at: v.f.erased_at.epochSeconds * 1000000 + v.f.erased_at.nanosecond / 1000},
-                live: [e IN v.live | e {.source_id, .kind, .authority, .rank, .publisher, .uri, .title,
-                                        .retracted,
+                live: [e IN v.live | e {.kind, .rank, .publisher, .retracted,
+                                        source_id: e.s.id, authority: e.s.authority,
+                                        uri: e.s.uri, title: e.s.title,
                                         available_by: e.available_by.epochSeconds * 1000000
                                                       + e.available_by.nanosecond / 1000,
                                         recorded_at: e.recorded_at.epochSeconds * 1000000
