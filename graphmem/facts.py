@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import echo, indexing
 from .db import Tx
@@ -238,11 +238,16 @@ def record_source(tx: Tx, scope: Scope, source: Source, recorded_at: Any) -> boo
     return True
 
 
+class SourceState(NamedTuple):
+    available_by: dt.datetime
+    erased: bool
+
+
 @dataclass(frozen=True)
 class Prepared:
     """What a chunk's assertions need to know before any rule runs (``write.prepare``)."""
 
-    sources: dict[str, tuple[dt.datetime, bool]]  # source uid -> (available_by, erased)
+    sources: dict[str, SourceState]  # by source uid
     missing_entities: set[str]  # entity uids not in scope, or erased
     revisions: dict[str, int]  # stored key uid -> its revision
 
@@ -257,7 +262,7 @@ def _prepare(tx: Tx, scope: Scope, facts: Sequence[FactIn], keys: Sequence[KeySp
         **scope_params(scope),
     )
     return Prepared(
-        sources={s["uid"]: (from_micros(s["available_by"]), s["erased"]) for s in row["sources"]},
+        sources={s["uid"]: SourceState(from_micros(s["available_by"]), s["erased"]) for s in row["sources"]},
         missing_entities=set(row["missing_entities"]),
         revisions={k["uid"]: k["revision"] for k in row["keys"]},
     )
@@ -285,9 +290,9 @@ def _assertions(scope: Scope, facts: Sequence[FactIn], keys: Sequence[KeySpec], 
                 raise InputError(
                     f"{where}.sources", f"source {sid!r} not recorded in scope {scope.id}"
                 )
-            if stored[1]:
+            if stored.erased:
                 raise InputError(f"{where}.sources", f"source {sid!r} was erased; it evidences nothing new")
-            stamps.append(stored[0])
+            stamps.append(stored.available_by)
         available_by = fact.available_by or max(stamps)
         if available_by < max(stamps):
             raise InputError(

@@ -102,7 +102,7 @@ class Catalogue(Mapping[str, str]):
             raise QueryCatalogError(f"no .cypher files found in package {package}")
         for file in files:
             parsed = parse(file.read_text(encoding="utf-8"), file.name)
-            for name, body in [*parsed.statements.items(), *parsed.fragments.items()]:
+            for name in [*parsed.statements, *parsed.fragments]:
                 if name in merged.statements or name in merged.fragments:
                     raise QueryCatalogError(f"{file.name}: duplicate statement name {name!r}")
             merged.statements.update(parsed.statements)
