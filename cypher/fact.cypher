@@ -198,13 +198,18 @@ RETURN count(f) AS created
 
 // name: fact.add_evidence
 // More evidence for an existing version: the same value asserted by another source
-// (available_by by its index in $times, as in fact.create_versions).
+// (available_by by its index in $times, as in fact.create_versions). The source's
+// text joins the version's search text: the words search.index_facts would write
+// (it lists every source), without finding the version's key, entity and sources
+// again; an erased version's text is null and stays null.
 UNWIND $rows AS row
 MATCH (f:Fact {version_id: row.version_id})-[:VERSION_OF]->(k:FactKey)
 MATCH (s:Source {uid: row.source_uid})
 SET k.revision = k.revision + 1
 CREATE (f)-[:EVIDENCED_BY {idem: row.idem, available_by: $times[row.available_by],
                            recorded_at: $recorded_at}]->(s)
+SET f.search_text = f.search_text + ' ' +
+      // include: search.source_text
 RETURN count(f) AS added
 
 // name: fact.versions

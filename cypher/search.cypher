@@ -13,7 +13,8 @@ s.id + ' ' + coalesce(s.title, '') + ' ' + s.kind + ' ' + coalesce(s.publisher, 
 // name and aliases of its entity `e`; attribute, definition, unit, period), its value,
 // and `sources`, the text of every source behind it; null once the version is erased.
 // Written by fact.create_versions for a new version and by search.index_facts after
-// anything else touches it, so both must say the same thing: hence one fragment.
+// an entity is renamed or a version erased, so both must say the same thing: hence
+// one fragment. (fact.add_evidence appends its source's text: the same words.)
 CASE WHEN f.erased_at IS NULL THEN
   k.entity + ' ' + coalesce(e.kind, '') + ' ' + coalesce(e.name, '') + ' '
   + reduce(t = '', a IN coalesce(e.aliases, []) | t + ' ' + a) + ' '
@@ -22,9 +23,8 @@ CASE WHEN f.erased_at IS NULL THEN
 END
 
 // name: search.index_facts
-// Rebuild the search text of fact versions (search.fact_text) after a write touched
-// them other than by creating them: new evidence, an entity renamed, an erasure (an
-// erased version drops out of the index).
+// Rebuild the search text of fact versions (search.fact_text) after their entity is
+// renamed or they are erased (an erased version drops out of the index).
 UNWIND $version_ids AS vid
 MATCH (f:Fact {version_id: vid})-[:VERSION_OF]->(k:FactKey)
 WHERE f.tenant = $tenant AND f.scope = $scope

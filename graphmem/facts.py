@@ -370,7 +370,6 @@ def write_facts(
     params = scope_params(scope)
     result = ChunkResult(version_ids=[""] * len(facts))
     outcome: dict[str, str] = {}  # idempotency key -> the version it landed on
-    reindex: set[str] = set()  # versions given new evidence (a new one is indexed as it is created)
     stored = set(known.revisions)
     for batch in _rounds(assertions):
         decisions = _decide(tx, params, batch, recorded_at, stored)
@@ -386,7 +385,6 @@ def write_facts(
                     "version_id": target}
             if action == "evidence":
                 evidence.append(item)
-                reindex.add(target)
             else:
                 creates.append({**item, "key": a.key.params(times), "value": a.value, "value_type": a.value_type,
                                 "value_num": a.value_num, "value_hash": digest(a.value_type, a.value)})
@@ -400,7 +398,6 @@ def write_facts(
     result.unchanged += len(assertions) - len(outcome)  # repeats within this chunk
     for a in assertions:
         result.version_ids[a.row] = outcome[a.idem]
-    indexing.index_facts(tx, scope, reindex)  # its text now names the new sources too
     return result
 
 

@@ -2,10 +2,12 @@
 
 Each memory node carries ``search_text`` (what a search can find it by) and
 ``search_scope`` (a token of its scope, so the full-text index itself skips other
-scopes). Both are derived data, rebuilt by named statements from what the graph holds,
-never edited by hand: after a fact write (new versions and new evidence), after an
-entity's names change, after an experience or task state is written, and after an
-erasure (an erased memory drops out of the index because its text becomes null).
+scopes). Both are derived data, written by named statements from what the graph holds,
+never edited by hand: a fact version's by the statements that create it or add
+evidence to it (``fact.create_versions``, ``fact.add_evidence``), and rebuilt here
+after an entity's names change, after an experience or task state is written, and
+after an erasure (an erased memory drops out of the index because its text becomes
+null).
 
 This module imports nothing but the transaction runner and values, so the fact
 repository can call it without an import cycle.

@@ -52,3 +52,27 @@ def test_a_new_version_is_indexed_with_the_text_a_reindex_gives_it(migrated, sco
     mem.db.write(lambda tx: indexing.index_facts(tx, scope, [version.version_id]), "reindex")
     assert text() == created
     mem.close()
+
+
+def test_new_evidence_adds_its_source_words_as_a_reindex_would(migrated, scope):
+    # fact.add_evidence appends the new source's text; a full rebuild lists every
+    # source: the same words, whatever their order
+    mem = migrated.connect()
+    w = World(mem, scope)
+    w.source("0000950170-24-000003", t("2024-05-01"), title="10-Q for Q1", publisher="0000001")
+    w.source("0000950170-25-000004", t("2025-02-01"), title="10-K for 2024", publisher="0000001")
+    first = w.fact(Decimal("12.5"), "0000950170-24-000003")
+    again = w.fact(Decimal("12.5"), "0000950170-25-000004")
+    assert again.version_id == first.version_id and len(again.sources) == 2
+
+    def words() -> list[str]:
+        with mem.db.driver.session(database=mem.db.database) as session:
+            text = session.run("MATCH (f:Fact {version_id: $vid}) RETURN f.search_text AS text",
+                               vid=first.version_id).single()["text"]
+        return sorted(text.split())
+
+    appended = words()
+    assert "0000950170-25-000004" in appended and "2024" in appended
+    mem.db.write(lambda tx: indexing.index_facts(tx, scope, [first.version_id]), "reindex")
+    assert words() == appended
+    mem.close()
