@@ -94,7 +94,12 @@ RETURN COLLECT { MATCH (e)<-[:ABOUT]-(:FactKey)<-[:VERSION_OF]-(f:Fact) RETURN f
 // keys of the versions kept here). Experiences and task states are decided here:
 //   retracted (no validating source public by C and not retracted by K) -> evidence
 //   (none meets the requirement) -> superseded (a later revision of the same task).
-// Returns the effective (known_at, cutoff), the kept hits and what each filter removed.
+// Returns the effective (known_at, cutoff) as epoch microseconds, what each filter
+// removed, the kept experiences and task states in rank order, the fact keys best bound
+// first, and - so that a search is usually one round trip - the read rule's answers for
+// the first batch of keys and the details of the memories that can reach the page.
+// $limit: the search's limit, null for a trace (every key read, removed ids listed, no
+// details); $keys: how many keys to return (null: all); $read: run the first batch.
 // Every subquery is its own projection (planned as an Apply per hit), never inside a
 // CASE (a nested plan re-run per row, many times slower).
 WITH coalesce($known_at, datetime.transaction()) AS K
@@ -108,18 +113,17 @@ CALL (K, C) {
   WITH n, score,
        CASE WHEN n:Fact THEN 'fact' WHEN n:Experience THEN 'experience'
             WHEN n:TaskState THEN 'task_state' ELSE 'candidate' END AS type
-  OPTIONAL MATCH (n)-[:VERSION_OF]->(k:FactKey)
   // Each subquery starts with a guard on values it imports, which the planner checks
   // before expanding: the entity's only when an entity is asked for, the rest only for
   // the hits that every cheaper filter kept (the type it concerns, not yet removed).
-  WITH n, score, type, k,
-       EXISTS { MATCH (k)-[:ABOUT]->(e:Entity)
+  WITH n, score, type,
+       EXISTS { MATCH (n)-[:VERSION_OF]->(:FactKey)-[:ABOUT]->(e:Entity)
                 WHERE $entity_uid IS NOT NULL AND type = 'fact' AND e.uid = $entity_uid }
          AS key_about,
        EXISTS { MATCH (n)-[:ABOUT]->(e:Entity)
                 WHERE $entity_uid IS NOT NULL AND type <> 'fact' AND e.uid = $entity_uid }
          AS memory_about
-  WITH n, score, type, k,
+  WITH n, score, type,
        CASE
          WHEN NOT coalesce(n.memory_type, type) IN $types THEN 'type'
          WHEN $entity_uid IS NOT NULL AND NOT CASE type WHEN 'fact' THEN key_about
@@ -131,7 +135,7 @@ CALL (K, C) {
          WHEN type = 'candidate' THEN 'candidate'
          WHEN n.available_by > C THEN 'cutoff'
        END AS removed_by
-  WITH n, score, type, k, removed_by,
+  WITH n, score, type, removed_by,
        // the strongest source of a fact version: an upper bound of the authority the
        // read rule can give it
        COLLECT { MATCH (n)-[:EVIDENCED_BY]->(s:Source)
@@ -147,12 +151,12 @@ CALL (K, C) {
                 WHERE removed_by IS NULL AND type = 'task_state'
                   AND o.scope = $scope AND o.revision > n.revision
                   AND o.recorded_at <= K AND o.available_by <= C } AS newer
-  WITH n, score, type, k, removed_by, strongest, newer,
+  WITH n, score, type, removed_by, strongest, newer,
        reduce(m = null, e IN live |
               CASE WHEN e.rank >= $min_rank AND ($kinds IS NULL OR e.kind IN $kinds)
                         AND (m IS NULL OR e.rank > m) THEN e.rank ELSE m END) AS required,
        size(live) AS live
-  WITH n, score, type, k, strongest, required,
+  WITH n, score, type, strongest, required,
        CASE
          WHEN removed_by IS NOT NULL OR type = 'fact' THEN removed_by
          WHEN type = 'experience' AND live = 0 THEN 'retracted'
@@ -160,22 +164,79 @@ CALL (K, C) {
          WHEN type = 'task_state' AND ($min_rank > 0 OR $kinds IS NOT NULL) THEN 'evidence'
          WHEN type = 'task_state' AND newer THEN 'superseded'
        END AS removed_by
-  // Compact rows (the driver decodes every value): times as epoch milliseconds, a
-  // fact's key as a list; removed ids only when asked for (trace), else reasons only.
-  RETURN count(n) AS matched,
-         collect(removed_by) AS reasons,
-         collect(CASE WHEN removed_by IS NOT NULL AND $removed_ids
-                      THEN [coalesce(n.version_id, n.memory_id, n.id), removed_by] END)
-           AS removed,
-         collect(CASE WHEN removed_by IS NULL THEN [
-           coalesce(n.version_id, n.memory_id), type, score, n.available_by.epochMillis,
-           // an experience's authority; for a fact version its upper bound
-           CASE type WHEN 'experience' THEN required WHEN 'fact' THEN strongest[0] END,
-           CASE WHEN k IS NULL THEN null
-                ELSE [k.entity, k.attribute, k.unit, k.definition, k.period] END
-         ] END) AS kept
+  // Compact rows (the driver decodes every value): times as epoch milliseconds; removed
+  // ids only when asked for (trace), else reasons only.
+  WITH count(n) AS matched,
+       max(CASE WHEN removed_by IS NULL THEN score END) AS best,
+       collect(removed_by) AS reasons,
+       collect(CASE WHEN removed_by IS NOT NULL AND $limit IS NULL
+                    THEN [coalesce(n.version_id, n.memory_id, n.id), removed_by] END) AS dropped,
+       collect(CASE WHEN removed_by IS NULL AND type <> 'fact' THEN {
+         id: n.memory_id, type: type, score: score, at: n.available_by.epochMillis,
+         rank: coalesce(required, 0)} END) AS memories,
+       collect(CASE WHEN removed_by IS NULL AND type = 'fact' THEN {
+         key: n.key_uid, id: n.version_id, score: score, at: n.available_by.epochMillis,
+         rank: coalesce(strongest[0], 0)} END) AS versions
+  // Experiences and task states in rank order (graphmem.search: authority, text score,
+  // recency, id), and fact keys in the same order of their bounds, only the first $keys:
+  // the search reads keys best-first and asks again, for all, if it needs more.
+  CALL (memories) {
+    UNWIND memories AS m
+    WITH m ORDER BY m.rank DESC, m.score DESC, m.at DESC, m.id
+    RETURN collect(m) AS ranked
+  }
+  CALL (versions) {
+    UNWIND versions AS v
+    WITH v.key AS uid, max(v.rank) AS rank, max(v.score) AS score, max(v.at) AS at,
+         min(v.id) AS tie, collect([v.id, v.score, v.at]) AS matched
+    ORDER BY rank DESC, score DESC, at DESC, tie
+    WITH collect({uid: uid, rank: rank, score: score, at: at, tie: tie, matched: matched})
+           AS keys
+    RETURN size(keys) AS key_count, keys[..coalesce($keys, size(keys))] AS keys
+  }
+  RETURN matched, best, reasons, dropped, ranked, size(versions) AS fact_versions, key_count,
+         keys
 }
-RETURN K AS known_at, C AS cutoff, matched, reasons, removed, kept
+// The first batch of the read rule, in this statement: the best $limit keys whose bound
+// ranks strictly above the $limit-th experience or task state (if there are that many;
+// every key for a trace), read by uid at (C, K) - fact.read itself, included.
+WITH K, C, matched, best, reasons, dropped, ranked, fact_versions, key_count, keys,
+     ranked[$limit - 1] AS floor
+WITH K, C, matched, best, reasons, dropped, ranked, fact_versions, key_count, keys,
+     CASE WHEN NOT $read THEN []
+          WHEN $limit IS NULL OR floor IS NULL THEN keys[..coalesce($limit, size(keys))]
+          ELSE [k IN keys WHERE k.rank > floor.rank OR k.rank = floor.rank AND (
+                  k.score > floor.score OR k.score = floor.score AND (
+                    k.at > floor.at OR k.at = floor.at AND k.tie < floor.tie))][..$limit]
+     END AS first
+WITH K, C, matched, best, reasons, dropped, ranked, fact_versions, key_count, keys, first,
+     [i IN range(0, size(first) - 1) | {
+       i: i, uid: first[i].uid, entity: null, attribute: null, unit: null, definition: null,
+       period: null, valid_from: null, valid_to: null, cutoff: 0, known_at: 1, idem: null}]
+       AS reads,
+     [C, K] AS times,
+     // the experiences and task states that can reach the page: shown with their details
+     CASE WHEN $read AND $limit IS NOT NULL THEN [m IN ranked[..$limit] | m.id] ELSE [] END
+       AS shown
+RETURN K.epochSeconds * 1000000 + K.nanosecond / 1000 AS known_at,
+       C.epochSeconds * 1000000 + C.nanosecond / 1000 AS cutoff,
+       matched, best, reasons, dropped AS removed, fact_versions, key_count,
+       [m IN ranked | [m.id, m.type, m.score, m.at, m.rank]] AS memories,
+       [k IN keys | [k.uid, k.rank, k.matched]] AS keys,
+       [k IN first | k.uid] AS read,
+       COLLECT {
+         CALL (reads, times) {
+           // include: fact.read $reads=reads $times=times $brief=false
+         }
+         RETURN {i: i, known_at: known_at, key: key, status: status, candidates: candidates,
+                 explain: explain, removed: removed} AS answer
+       } AS answers,
+       COLLECT {
+         CALL (shown, K) {
+           // include: search.memories $memory_ids=shown $known_at=K
+         }
+         RETURN {m: m, entities: entities, ev: ev} AS detail
+       } AS details
 
 // name: search.memories
 // Experiences and task states by id, with their evidence as of (C, K). Only the fields
