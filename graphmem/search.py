@@ -1,6 +1,6 @@
 """Search: hard filters first, then ranking, then the limit (the essay's section 5).
 
-One read transaction, three steps, nothing ranked or cut before every filter ran:
+One read, three steps, nothing ranked or cut before every filter ran:
 
 1. ``search.hits`` - the full-text index (``graphmem_search_text``) inside the caller's
    scope, then every filter that is a property of the hit: type, entity, task, known_at,
@@ -28,7 +28,9 @@ place in the result, and no memory that passes the filters is displaced.
 **Round trips.** The first batch runs inside ``search.hits`` (which includes
 ``fact.read``'s own text, see graphmem/queries.py), as does the loading of the
 experiences and task states that can reach the page (``search.memories``, included):
-a search is one statement unless the read rule removes keys from the first batch.
+a search is one statement unless the read rule removes keys from the first batch. Each
+statement is its own auto-commit read (``Database.read_each``): one round trip, where
+begin and commit would add two.
 ``search.hits`` sorts the keys by bound and returns only the first few times the
 limit (with their count); the keys after them bound no better than the last one
 returned, so they are asked for - all of them, once - only if that one could still
