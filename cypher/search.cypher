@@ -98,8 +98,9 @@ RETURN COLLECT { MATCH (e)<-[:ABOUT]-(:FactKey)<-[:VERSION_OF]-(f:Fact) RETURN f
 // removed, the kept experiences and task states in rank order, the fact keys best bound
 // first, and - so that a search is usually one round trip - the read rule's answers for
 // the first batch of keys and the details of the memories that can reach the page.
-// $limit: the search's limit, null for a trace (every key read, removed ids listed, no
-// details); $keys: how many keys to return (null: all); $read: run the first batch.
+// $limit: the search's limit, null for a trace (every hit evaluated, every key read,
+// removed ids listed, no details); $keys: how many keys to return (null: all); $read:
+// run the first batch; $lazy: stop early when the first hits settle the page (below).
 // Every subquery is its own projection (planned as an Apply per hit), never inside a
 // CASE (a nested plan re-run per row, many times slower).
 WITH coalesce($known_at, datetime.transaction()) AS K
@@ -110,117 +111,153 @@ CALL (K, C) {
   CALL db.index.fulltext.queryNodes('graphmem_search_text', $lucene) YIELD node AS n, score
   WITH n, score
   WHERE n.tenant = $tenant AND n.scope = $scope
-  WITH n, score,
-       CASE WHEN n:Fact THEN 'fact' WHEN n:Experience THEN 'experience'
-            WHEN n:TaskState THEN 'task_state' ELSE 'candidate' END AS type
-  // Each subquery starts with a guard on values it imports, which the planner checks
-  // before expanding: the entity's only when an entity is asked for, the rest only for
-  // the hits that every cheaper filter kept (the type it concerns, not yet removed).
-  WITH n, score, type,
-       EXISTS { MATCH (n)-[:VERSION_OF]->(:FactKey)-[:ABOUT]->(e:Entity)
-                WHERE $entity_uid IS NOT NULL AND type = 'fact' AND e.uid = $entity_uid }
-         AS key_about,
-       EXISTS { MATCH (n)-[:ABOUT]->(e:Entity)
-                WHERE $entity_uid IS NOT NULL AND type <> 'fact' AND e.uid = $entity_uid }
-         AS memory_about
-  WITH n, score, type,
-       CASE
-         WHEN NOT coalesce(n.memory_type, type) IN $types THEN 'type'
-         WHEN $entity_uid IS NOT NULL AND NOT CASE type WHEN 'fact' THEN key_about
-              WHEN 'candidate' THEN $entity_uid IN coalesce(n.refs, []) ELSE memory_about END
-           THEN 'entity'
-         WHEN $task_id IS NOT NULL AND type = 'task_state' AND n.task_id <> $task_id THEN 'task'
-         WHEN n.recorded_at > K THEN 'known_at'
-         WHEN n.erased_at IS NOT NULL THEN 'erased'
-         WHEN type = 'candidate' THEN 'candidate'
-         WHEN n.available_by > C THEN 'cutoff'
-       END AS removed_by
-  WITH n, score, type, removed_by,
-       // the strongest source of a fact version: an upper bound of the authority the
-       // read rule can give it
-       COLLECT { MATCH (n)-[:EVIDENCED_BY]->(s:Source)
-                 WHERE removed_by IS NULL AND type = 'fact'
-                 RETURN s.authority_rank ORDER BY s.authority_rank DESC LIMIT 1 } AS strongest,
-       // an experience's validating sources public by C and not retracted by K
-       COLLECT { MATCH (n)-[v:VALIDATED_BY]->(s:Source)
-                 WHERE removed_by IS NULL AND type = 'experience'
-                   AND v.recorded_at <= K AND s.available_by <= C
-                   AND NOT EXISTS { (s)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= K }
-                 RETURN {rank: s.authority_rank, kind: s.kind} } AS live,
-       EXISTS { MATCH (o:TaskState {tenant: $tenant, task_id: n.task_id})
-                WHERE removed_by IS NULL AND type = 'task_state'
-                  AND o.scope = $scope AND o.revision > n.revision
-                  AND o.recorded_at <= K AND o.available_by <= C } AS newer
-  WITH n, score, type, removed_by, strongest, newer,
-       reduce(m = null, e IN live |
-              CASE WHEN e.rank >= $min_rank AND ($kinds IS NULL OR e.kind IN $kinds)
-                        AND (m IS NULL OR e.rank > m) THEN e.rank ELSE m END) AS required,
-       size(live) AS live
-  WITH n, score, type, strongest, required,
-       CASE
-         WHEN removed_by IS NOT NULL OR type = 'fact' THEN removed_by
-         WHEN type = 'experience' AND live = 0 THEN 'retracted'
-         WHEN type = 'experience' AND required IS NULL THEN 'evidence'
-         WHEN type = 'task_state' AND ($min_rank > 0 OR $kinds IS NOT NULL) THEN 'evidence'
-         WHEN type = 'task_state' AND newer THEN 'superseded'
-       END AS removed_by
-  // Compact rows (the driver decodes every value): times as epoch milliseconds; removed
-  // ids only when asked for (trace), else reasons only.
-  WITH count(n) AS matched,
-       max(CASE WHEN removed_by IS NULL THEN score END) AS best,
-       collect(removed_by) AS reasons,
-       collect(CASE WHEN removed_by IS NOT NULL AND $limit IS NULL
-                    THEN [coalesce(n.version_id, n.memory_id, n.id), removed_by] END) AS dropped,
-       collect(CASE WHEN removed_by IS NULL AND type <> 'fact' THEN {
-         id: n.memory_id, type: type, score: score, at: n.available_by.epochMillis,
-         rank: coalesce(required, 0)} END) AS memories,
-       collect(CASE WHEN removed_by IS NULL AND type = 'fact' THEN {
-         key: n.key_uid, id: n.version_id, score: score, at: n.available_by.epochMillis,
-         rank: coalesce(strongest[0], 0)} END) AS versions
-  // Experiences and task states in rank order (graphmem.search: authority, text score,
-  // recency, id), and fact keys in the same order of their bounds, only the first $keys:
-  // the search reads keys best-first and asks again, for all, if it needs more.
-  CALL (memories) {
-    UNWIND memories AS m
-    WITH m ORDER BY m.rank DESC, m.score DESC, m.at DESC, m.id
-    RETURN collect(m) AS ranked
+  WITH collect([n, score]) AS found
+  // Early termination. The index streams hits by text score; ranking is authority first.
+  // No memory of the tenant ranks above its strongest source (`top`, from the end of an
+  // index), and only experiences can reach it without the read rule (any memory but a
+  // fact when it is 0). If $limit of those come before the last hit, only the hits up to
+  // the end of the $limit-th one's score are evaluated (`upto`; a lower score ranks
+  // below each of them at equal authority), with the other matched versions of the fact
+  // keys met there (their recency and id count in the key's rank). If $limit of them are
+  // kept at authority `top`, nothing after `upto` can reach the page (`settled`); if not,
+  // the search asks again with $lazy false and every hit is evaluated.
+  OPTIONAL CALL () {
+    MATCH (s:Source) USING INDEX s:Source(tenant, authority_rank)
+    WHERE s.tenant = $tenant AND s.authority_rank IS NOT NULL
+    WITH s ORDER BY s.tenant DESC, s.authority_rank DESC LIMIT 1
+    RETURN s.authority_rank AS top
   }
-  CALL (versions) {
-    UNWIND versions AS v
-    WITH v.key AS uid, max(v.rank) AS rank, max(v.score) AS score, max(v.at) AS at,
-         min(v.id) AS tie, collect([v.id, v.score, v.at]) AS matched
-    ORDER BY rank DESC, score DESC, at DESC, tie
-    WITH collect({uid: uid, rank: rank, score: score, at: at, tie: tie, matched: matched})
-           AS keys
-    RETURN size(keys) AS key_count, keys[..coalesce($keys, size(keys))] AS keys
+  WITH found, coalesce(top, 0) AS top
+  WITH found, top, [i IN range(0, size(found) - 1)
+                    WHERE found[i][0]:Experience OR top = 0 AND NOT found[i][0]:Fact] AS able
+  WITH found, top,
+       CASE WHEN NOT $lazy OR $limit IS NULL OR size(able) < $limit THEN size(found)
+            ELSE coalesce(head([j IN range(able[$limit - 1] + 1, size(found) - 1)
+                                WHERE found[j][1] < found[able[$limit - 1]][1]]), size(found))
+       END AS upto
+  WITH found, top, upto, [h IN found[..upto] WHERE h[0]:Fact | h[0].key_uid] AS met
+  WITH found, top, upto,
+       found[..upto] + CASE WHEN size(met) = 0 THEN []
+                            ELSE [h IN found[upto..] WHERE h[0]:Fact AND h[0].key_uid IN met] END
+         AS evaluated
+  CALL (evaluated, K, C) {
+    UNWIND evaluated AS hit
+    WITH hit[0] AS n, hit[1] AS score
+    WITH n, score,
+         CASE WHEN n:Fact THEN 'fact' WHEN n:Experience THEN 'experience'
+              WHEN n:TaskState THEN 'task_state' ELSE 'candidate' END AS type
+    // Each subquery starts with a guard on values it imports, which the planner checks
+    // before expanding: the entity's only when an entity is asked for, the rest only for
+    // the hits that every cheaper filter kept (the type it concerns, not yet removed).
+    WITH n, score, type,
+         EXISTS { MATCH (n)-[:VERSION_OF]->(:FactKey)-[:ABOUT]->(e:Entity)
+                  WHERE $entity_uid IS NOT NULL AND type = 'fact' AND e.uid = $entity_uid }
+           AS key_about,
+         EXISTS { MATCH (n)-[:ABOUT]->(e:Entity)
+                  WHERE $entity_uid IS NOT NULL AND type <> 'fact' AND e.uid = $entity_uid }
+           AS memory_about
+    WITH n, score, type,
+         CASE
+           WHEN NOT coalesce(n.memory_type, type) IN $types THEN 'type'
+           WHEN $entity_uid IS NOT NULL AND NOT CASE type WHEN 'fact' THEN key_about
+                WHEN 'candidate' THEN $entity_uid IN coalesce(n.refs, []) ELSE memory_about END
+             THEN 'entity'
+           WHEN $task_id IS NOT NULL AND type = 'task_state' AND n.task_id <> $task_id THEN 'task'
+           WHEN n.recorded_at > K THEN 'known_at'
+           WHEN n.erased_at IS NOT NULL THEN 'erased'
+           WHEN type = 'candidate' THEN 'candidate'
+           WHEN n.available_by > C THEN 'cutoff'
+         END AS removed_by
+    WITH n, score, type, removed_by,
+         // the strongest source of a fact version: an upper bound of the authority the
+         // read rule can give it
+         COLLECT { MATCH (n)-[:EVIDENCED_BY]->(s:Source)
+                   WHERE removed_by IS NULL AND type = 'fact'
+                   RETURN s.authority_rank ORDER BY s.authority_rank DESC LIMIT 1 } AS strongest,
+         // an experience's validating sources public by C and not retracted by K
+         COLLECT { MATCH (n)-[v:VALIDATED_BY]->(s:Source)
+                   WHERE removed_by IS NULL AND type = 'experience'
+                     AND v.recorded_at <= K AND s.available_by <= C
+                     AND NOT EXISTS { (s)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= K }
+                   RETURN {rank: s.authority_rank, kind: s.kind} } AS live,
+         EXISTS { MATCH (o:TaskState {tenant: $tenant, task_id: n.task_id})
+                  WHERE removed_by IS NULL AND type = 'task_state'
+                    AND o.scope = $scope AND o.revision > n.revision
+                    AND o.recorded_at <= K AND o.available_by <= C } AS newer
+    WITH n, score, type, removed_by, strongest, newer,
+         reduce(m = null, e IN live |
+                CASE WHEN e.rank >= $min_rank AND ($kinds IS NULL OR e.kind IN $kinds)
+                          AND (m IS NULL OR e.rank > m) THEN e.rank ELSE m END) AS required,
+         size(live) AS live
+    WITH n, score, type, strongest, required,
+         CASE
+           WHEN removed_by IS NOT NULL OR type = 'fact' THEN removed_by
+           WHEN type = 'experience' AND live = 0 THEN 'retracted'
+           WHEN type = 'experience' AND required IS NULL THEN 'evidence'
+           WHEN type = 'task_state' AND ($min_rank > 0 OR $kinds IS NOT NULL) THEN 'evidence'
+           WHEN type = 'task_state' AND newer THEN 'superseded'
+         END AS removed_by
+    // Compact rows (the driver decodes every value): times as epoch milliseconds; removed
+    // ids only when asked for (trace), else reasons only.
+    WITH max(CASE WHEN removed_by IS NULL THEN score END) AS best,
+         collect(removed_by) AS reasons,
+         collect(CASE WHEN removed_by IS NOT NULL AND $limit IS NULL
+                      THEN [coalesce(n.version_id, n.memory_id, n.id), removed_by] END) AS dropped,
+         collect(CASE WHEN removed_by IS NULL AND type <> 'fact' THEN {
+           id: n.memory_id, type: type, score: score, at: n.available_by.epochMillis,
+           rank: coalesce(required, 0)} END) AS memories,
+         collect(CASE WHEN removed_by IS NULL AND type = 'fact' THEN {
+           key: n.key_uid, id: n.version_id, score: score, at: n.available_by.epochMillis,
+           rank: coalesce(strongest[0], 0)} END) AS versions
+    // Experiences and task states in rank order (graphmem.search: authority, text score,
+    // recency, id), and fact keys in the same order of their bounds, only the first $keys:
+    // the search reads keys best-first and asks again, for all, if it needs more.
+    CALL (memories) {
+      UNWIND memories AS m
+      WITH m ORDER BY m.rank DESC, m.score DESC, m.at DESC, m.id
+      RETURN collect(m) AS ranked
+    }
+    CALL (versions) {
+      UNWIND versions AS v
+      WITH v.key AS uid, max(v.rank) AS rank, max(v.score) AS score, max(v.at) AS at,
+           min(v.id) AS tie, collect([v.id, v.score, v.at]) AS matched
+      ORDER BY rank DESC, score DESC, at DESC, tie
+      WITH collect({uid: uid, rank: rank, score: score, at: at, tie: tie, matched: matched})
+             AS keys
+      RETURN size(keys) AS key_count, keys[..coalesce($keys, size(keys))] AS keys
+    }
+    RETURN best, reasons, dropped, ranked, size(versions) AS fact_versions, key_count, keys
   }
-  RETURN matched, best, reasons, dropped, ranked, size(versions) AS fact_versions, key_count,
-         keys
+  RETURN size(found) AS matched, size(found) - size(evaluated) AS skipped,
+         upto = size(found) OR size([m IN ranked WHERE m.rank = top]) >= $limit AS settled,
+         best, reasons, dropped, ranked, fact_versions, key_count, keys
 }
 // The first batch of the read rule, in this statement: the best $limit keys whose bound
 // ranks strictly above the $limit-th experience or task state (if there are that many;
 // every key for a trace), read by uid at (C, K) - fact.read itself, included.
-WITH K, C, matched, best, reasons, dropped, ranked, fact_versions, key_count, keys,
-     ranked[$limit - 1] AS floor
-WITH K, C, matched, best, reasons, dropped, ranked, fact_versions, key_count, keys,
-     CASE WHEN NOT $read THEN []
+WITH K, C, matched, skipped, settled, best, reasons, dropped, ranked, fact_versions,
+     key_count, keys, ranked[$limit - 1] AS floor
+WITH K, C, matched, skipped, settled, best, reasons, dropped, ranked, fact_versions,
+     key_count, keys,
+     CASE WHEN NOT $read OR NOT settled THEN []
           WHEN $limit IS NULL OR floor IS NULL THEN keys[..coalesce($limit, size(keys))]
           ELSE [k IN keys WHERE k.rank > floor.rank OR k.rank = floor.rank AND (
                   k.score > floor.score OR k.score = floor.score AND (
                     k.at > floor.at OR k.at = floor.at AND k.tie < floor.tie))][..$limit]
      END AS first
-WITH K, C, matched, best, reasons, dropped, ranked, fact_versions, key_count, keys, first,
+WITH K, C, matched, skipped, settled, best, reasons, dropped, ranked, fact_versions,
+     key_count, keys, first,
      [i IN range(0, size(first) - 1) | {
        i: i, uid: first[i].uid, entity: null, attribute: null, unit: null, definition: null,
        period: null, valid_from: null, valid_to: null, cutoff: 0, known_at: 1, idem: null}]
        AS reads,
      [C, K] AS times,
      // the experiences and task states that can reach the page: shown with their details
-     CASE WHEN $read AND $limit IS NOT NULL THEN [m IN ranked[..$limit] | m.id] ELSE [] END
-       AS shown
+     CASE WHEN $read AND settled AND $limit IS NOT NULL THEN [m IN ranked[..$limit] | m.id]
+          ELSE [] END AS shown
 RETURN K.epochSeconds * 1000000 + K.nanosecond / 1000 AS known_at,
        C.epochSeconds * 1000000 + C.nanosecond / 1000 AS cutoff,
-       matched, best, reasons, dropped AS removed, fact_versions, key_count,
+       matched, skipped, settled, best, reasons, dropped AS removed, fact_versions, key_count,
        [m IN ranked | [m.id, m.type, m.score, m.at, m.rank]] AS memories,
        [k IN keys | [k.uid, k.rank, k.matched]] AS keys,
        [k IN first | k.uid] AS read,

@@ -25,6 +25,18 @@ a batch holds only keys whose bound is above the limit-th rank so far. Nothing f
 place in the result, and no memory that passes the filters is displaced.
 ``trace`` evaluates exhaustively.
 
+**Early termination.** The full-text index hands hits over by text score, and a broad
+query (a ticker) matches hundreds. No memory of a tenant can rank above the tenant's
+strongest source (its authority is read from the end of an index), and only an
+experience can reach that tier without the read rule. So when ``limit`` experiences
+come before the last hit, ``search.hits`` first evaluates only the hits up to the end of
+the ``limit``-th one's score (plus the other matched versions of the fact keys met
+there, whose recency and id count in their key's rank): if ``limit`` of those are kept
+at the top tier, every later hit scores lower at no higher authority and cannot reach
+the page, and it is left unevaluated (``explain.unevaluated`` counts it, and
+``explain.removed`` covers the evaluated hits only). If not, the search asks again and
+evaluates every hit. Either way the page is the one an exhaustive evaluation gives.
+
 **Round trips.** The first batch runs inside ``search.hits`` (which includes
 ``fact.read``'s own text, see graphmem/queries.py), as does the loading of the
 experiences and task states that can reach the page (``search.memories``, included):
@@ -236,22 +248,25 @@ def evaluate(tx: Tx, scope: Scope, q: dict[str, Any], exhaustive: bool = False
     entity_uid = facts.entity_uid(scope, q["entity"]) if q["entity"] else None
     limit = q["limit"]
 
-    def hits(keys: int | None, read: bool) -> dict[str, Any]:
+    def hits(keys: int | None, read: bool, lazy: bool) -> dict[str, Any]:
         row = tx.one("search.hits", lucene=q["lucene"], types=list(q["types"]),
                      entity_uid=entity_uid, task_id=q["task_id"], cutoff=q["cutoff"],
                      known_at=q["known_at"], limit=None if exhaustive else limit, keys=keys,
-                     read=read, **req, **facts.scope_params(scope))
+                     read=read, lazy=lazy, **req, **facts.scope_params(scope))
         assert row is not None  # the statement aggregates: always one row
         return row
 
-    row = hits(None if exhaustive else _KEYS_PER_LIMIT * limit, True)
+    keys_at_first = None if exhaustive else _KEYS_PER_LIMIT * limit
+    row = hits(keys_at_first, True, not exhaustive)
+    if not row["settled"]:  # what the index returned first did not settle the page
+        row = hits(keys_at_first, True, False)
     known_at, cutoff = from_micros(row["known_at"]), from_micros(row["cutoff"])
     query = SearchQuery(**{**q, "known_at": known_at, "cutoff": cutoff})
     ev = Evaluation(query, row["matched"], row["best"] or 0.0,
                     Counter(r for r in row["reasons"] if r), dict(row["removed"]),
                     [_Hit(kind, memory_id, score, rank, available_ms, memory_id)
                      for memory_id, kind, score, available_ms, rank in row["memories"]],
-                    unevaluated=row["fact_versions"],
+                    unevaluated=row["skipped"] + row["fact_versions"],
                     details=governance.to_memories(row["details"], known_at=known_at,
                                                    cutoff=cutoff))
     keys = _keys(row["keys"])
@@ -265,7 +280,7 @@ def evaluate(tx: Tx, scope: Scope, q: dict[str, Any], exhaustive: bool = False
         if not pending:  # every key returned is read
             if len(ev.ranked) >= limit and not last < ev.ranked[limit - 1].key():
                 break
-            more = _keys(hits(None, False)["keys"])  # the next ones may still rank: all
+            more = _keys(hits(None, False, False)["keys"])  # the next may still rank: all
             pending = sorted(set(more) - set(keys), key=lambda k: _bound(more[k]))
             keys, left = more, 0
             continue
