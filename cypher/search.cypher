@@ -114,13 +114,14 @@ CALL (K, C) {
   WITH collect([n, score]) AS found
   // Early termination. The index streams hits by text score; ranking is authority first.
   // No memory of the tenant ranks above its strongest source (`top`, from the end of an
-  // index), and only experiences can reach it without the read rule (any memory but a
-  // fact when it is 0). If $limit of those come before the last hit, only the hits up to
-  // the end of the $limit-th one's score are evaluated (`upto`; a lower score ranks
-  // below each of them at equal authority), with the other matched versions of the fact
-  // keys met there (their recency and id count in the key's rank). If $limit of them are
-  // kept at authority `top`, nothing after `upto` can reach the page (`settled`); if not,
-  // the search asks again with $lazy false and every hit is evaluated.
+  // index), and only experiences can reach it without the read rule. If $limit of those
+  // that may be kept (`able`: of a type asked for, recorded by K, not erased, public by
+  // C) come before the last hit, only the hits up to the end of the $limit-th one's
+  // score are evaluated (`upto`; a lower score ranks below each of them at equal
+  // authority), with the other matched versions of the fact keys met there (their
+  // recency and id count in the key's rank). If $limit of them are kept at authority
+  // `top`, nothing after `upto` can reach the page (`settled`); if not, the search asks
+  // again with $lazy false and every hit is evaluated.
   OPTIONAL CALL () {
     MATCH (s:Source) USING INDEX s:Source(tenant, authority_rank)
     WHERE s.tenant = $tenant AND s.authority_rank IS NOT NULL
@@ -129,7 +130,9 @@ CALL (K, C) {
   }
   WITH found, coalesce(top, 0) AS top
   WITH found, top, [i IN range(0, size(found) - 1)
-                    WHERE found[i][0]:Experience OR top = 0 AND NOT found[i][0]:Fact] AS able
+                    WHERE top > 0 AND 'experience' IN $types AND found[i][0]:Experience
+                      AND found[i][0].recorded_at <= K AND found[i][0].erased_at IS NULL
+                      AND found[i][0].available_by <= C] AS able
   WITH found, top,
        CASE WHEN NOT $lazy OR $limit IS NULL OR size(able) < $limit THEN size(found)
             ELSE coalesce(head([j IN range(able[$limit - 1] + 1, size(found) - 1)
@@ -232,7 +235,9 @@ CALL (K, C) {
          upto = size(found) OR size([m IN ranked WHERE m.rank = top]) >= $limit AS settled,
          best, reasons, dropped, ranked, fact_versions, key_count, keys
 }
-// The first batch of the read rule, in this statement: the best $limit keys whose bound
+// The first batch of the read rule, in this statement: the best keys, one and a half
+// times $limit of them (the rule removes a key whole often enough - a figure restated in
+// a later filing - that a second statement costs more than a few more rows), whose bound
 // ranks strictly above the $limit-th experience or task state (if there are that many;
 // every key for a trace), read by uid at (C, K) - fact.read itself, included.
 WITH K, C, matched, skipped, settled, best, reasons, dropped, ranked, fact_versions,
@@ -240,10 +245,10 @@ WITH K, C, matched, skipped, settled, best, reasons, dropped, ranked, fact_versi
 WITH K, C, matched, skipped, settled, best, reasons, dropped, ranked, fact_versions,
      key_count, keys,
      CASE WHEN NOT $read OR NOT settled THEN []
-          WHEN $limit IS NULL OR floor IS NULL THEN keys[..coalesce($limit, size(keys))]
+          WHEN $limit IS NULL OR floor IS NULL THEN keys[..coalesce($limit + $limit / 2, size(keys))]
           ELSE [k IN keys WHERE k.rank > floor.rank OR k.rank = floor.rank AND (
                   k.score > floor.score OR k.score = floor.score AND (
-                    k.at > floor.at OR k.at = floor.at AND k.tie < floor.tie))][..$limit]
+                    k.at > floor.at OR k.at = floor.at AND k.tie < floor.tie))][..$limit + $limit / 2]
      END AS first
 WITH K, C, matched, skipped, settled, best, reasons, dropped, ranked, fact_versions,
      key_count, keys, first,
