@@ -235,20 +235,27 @@ CALL (K, C) {
          upto = size(found) OR size([m IN ranked WHERE m.rank = top]) >= $limit AS settled,
          best, reasons, dropped, ranked, fact_versions, key_count, keys
 }
-// The first batch of the read rule, in this statement: the best keys, one and a half
-// times $limit of them (the rule removes a key whole often enough - a figure restated in
-// a later filing - that a second statement costs more than a few more rows), whose bound
-// ranks strictly above the $limit-th experience or task state (if there are that many;
-// every key for a trace), read by uid at (C, K) - fact.read itself, included.
+// The first batch of the read rule, in this statement: the keys that would fill the
+// page if the rule kept them all (`placed`: fewer than $limit keys and experiences or
+// task states rank above each), and half as many again after them that still rank above
+// the $limit-th experience or task state (the rule removes a key whole often enough - a
+// figure restated in a later filing - that a second statement costs more than a few more
+// rows); every key for a trace. Read by uid at (C, K) - fact.read itself, included.
 WITH K, C, matched, skipped, settled, best, reasons, dropped, ranked, fact_versions,
-     key_count, keys, ranked[$limit - 1] AS floor
+     key_count, keys, ranked[$limit - 1] AS floor,
+     [i IN range(0, size(keys) - 1)
+      WHERE i + size([m IN ranked WHERE m.rank > keys[i].rank OR m.rank = keys[i].rank AND (
+                        m.score > keys[i].score OR m.score = keys[i].score AND (
+                          m.at > keys[i].at OR m.at = keys[i].at AND m.id < keys[i].tie))])
+            < $limit] AS placed
 WITH K, C, matched, skipped, settled, best, reasons, dropped, ranked, fact_versions,
      key_count, keys,
      CASE WHEN NOT $read OR NOT settled THEN []
-          WHEN $limit IS NULL OR floor IS NULL THEN keys[..coalesce($limit + $limit / 2, size(keys))]
-          ELSE [k IN keys WHERE k.rank > floor.rank OR k.rank = floor.rank AND (
+          WHEN $limit IS NULL THEN keys
+          ELSE [k IN keys WHERE floor IS NULL OR k.rank > floor.rank OR k.rank = floor.rank AND (
                   k.score > floor.score OR k.score = floor.score AND (
-                    k.at > floor.at OR k.at = floor.at AND k.tie < floor.tie))][..$limit + $limit / 2]
+                    k.at > floor.at OR k.at = floor.at AND k.tie < floor.tie))
+               ][..size(placed) + size(placed) / 2]
      END AS first
 WITH K, C, matched, skipped, settled, best, reasons, dropped, ranked, fact_versions,
      key_count, keys, first,

@@ -12,8 +12,9 @@ One read, three steps, nothing ranked or cut before every filter ran:
    reason. The rule is not re-implemented here.
 3. rank what is left, and only then apply ``limit``.
 
-Step 2 costs one read-rule evaluation per fact key, so it runs in batches (one and a
-half times the limit, then twice the limit, doubling), best candidates first. Before the rule runs, each key's rank
+Step 2 costs one read-rule evaluation per fact key, so it runs in batches, best
+candidates first: the keys that would fill the page if the rule kept them all and half
+as many again, then twice the limit, doubling. Before the rule runs, each key's rank
 has a bound - its strongest source's authority, its best text score, its latest
 availability, its smallest version id, over the versions that matched - which the
 read rule's answer can only equal or fall below. Once ``limit`` hits rank strictly
@@ -227,8 +228,8 @@ class Evaluation:
         return {f: self.reasons[f] for f in FILTERS if self.reasons[f]}
 
 
-# Fact keys search.hits returns at first, per unit of limit: the read rule runs on the
-# best 1.5 x ``limit`` keys (in search.hits itself), then on twice the limit, so four
+# Fact keys search.hits returns at first, per unit of limit: the read rule runs on at
+# most 1.5 x ``limit`` keys (in search.hits itself), then on twice the limit, so four
 # times the limit covers the first two batches; a search that needs more asks again, for
 # all of them.
 _KEYS_PER_LIMIT = 4
