@@ -86,7 +86,8 @@ RETURN COLLECT { MATCH (e)<-[:ABOUT]-(:FactKey)<-[:VERSION_OF]-(f:Fact) RETURN f
 // name: search.hits
 // Step 1 of a search: the index hits in this scope, and every hard filter that is a
 // property of the hit itself, before any ranking or limit. Scope is the index lookup
-// (the search_scope token) and is re-checked on the node. Then, for every type:
+// (the search_scope token, a 128-bit hash of the scope) and is re-checked on the node of
+// every hit evaluated. Then, for every type:
 //   type -> entity -> task -> known_at (recorded_at <= K) -> erased -> candidate (never
 //   live) -> cutoff (available_by <= C; for a fact version that is its earliest
 //   evidence, so this is exactly fact.read's own cutoff stage).
@@ -109,43 +110,59 @@ WITH K, coalesce($cutoff, K) AS C
 CALL db.index.fulltext.awaitEventuallyConsistentIndexRefresh()
 CALL (K, C) {
   CALL db.index.fulltext.queryNodes('graphmem_search_text', $lucene) YIELD node AS n, score
-  WITH n, score
-  WHERE n.tenant = $tenant AND n.scope = $scope
   WITH collect([n, score]) AS found
-  // Early termination. The index streams hits by text score; ranking is authority first.
-  // No memory of the tenant ranks above its strongest source (`top`, from the end of an
-  // index), and only experiences can reach it without the read rule. If $limit of those
-  // that may be kept (`able`: of a type asked for, recorded by K, not erased, public by
-  // C) come before the last hit, only the hits up to the end of the $limit-th one's
-  // score are evaluated (`upto`; a lower score ranks below each of them at equal
-  // authority), with the other matched versions of the fact keys met there (their
-  // recency and id count in the key's rank). If $limit of them are kept at authority
-  // `top`, nothing after `upto` can reach the page (`settled`); if not, the search asks
-  // again with $lazy false and every hit is evaluated.
+  // Early termination. The index streams hits by text score; ranking is authority, then
+  // score, then recency. No memory of the tenant ranks above its strongest source (`top`,
+  // from the end of an index). With $lazy, the hits are ordered by score, then by
+  // availability (those not public by C last: they cannot rank), and only those up to
+  // the end of the (score, availability) of the 1.5 x $limit-th that may be kept (`able`:
+  // an experience or fact of a type asked for, public by C - a guess of how far to read,
+  // which the check below makes safe) are evaluated (`upto`), with the other matched
+  // versions of the fact keys met there (their recency and id count in the key's rank).
+  // Every hit after them ranks no better than (`top`, the `frontier`'s score and
+  // availability): once $limit hits rank strictly above that, the page is settled
+  // (graphmem/search.py checks, after the read rule); if not, the search asks again with
+  // $lazy false and every hit is evaluated.
   OPTIONAL CALL () {
     MATCH (s:Source) USING INDEX s:Source(tenant, authority_rank)
     WHERE s.tenant = $tenant AND s.authority_rank IS NOT NULL
     WITH s ORDER BY s.tenant DESC, s.authority_rank DESC LIMIT 1
     RETURN s.authority_rank AS top
   }
-  WITH found, coalesce(top, 0) AS top
-  WITH found, top, [i IN range(0, size(found) - 1)
-                    WHERE top > 0 AND 'experience' IN $types AND found[i][0]:Experience
-                      AND found[i][0].recorded_at <= K AND found[i][0].erased_at IS NULL
-                      AND found[i][0].available_by <= C] AS able
-  WITH found, top,
-       CASE WHEN NOT $lazy OR $limit IS NULL OR size(able) < $limit THEN size(found)
-            ELSE coalesce(head([j IN range(able[$limit - 1] + 1, size(found) - 1)
-                                WHERE found[j][1] < found[able[$limit - 1]][1]]), size(found))
+  WITH found, coalesce(top, 0) AS top, -4611686018427387904 AS never
+  CALL (found, C, never) {
+    UNWIND found AS h
+    WITH h, CASE WHEN NOT $lazy THEN never WHEN h[0].available_by <= C
+                 THEN h[0].available_by.epochMillis ELSE never END AS at
+    ORDER BY h[1] DESC, at DESC
+    RETURN collect([h[0], h[1], at]) AS ordered
+  }
+  WITH ordered, top, COLLECT {  // the first of them, read no further than needed
+         UNWIND range(0, size(ordered) - 1) AS i
+         WITH i WHERE $lazy AND top > 0 AND ordered[i][2] > never
+                  AND (ordered[i][0]:Fact AND 'fact' IN $types
+                       OR ordered[i][0]:Experience AND 'experience' IN $types)
+         RETURN i LIMIT coalesce($limit + $limit / 2, 0)
+       } AS able
+  WITH ordered, top, able, reduce(last = -1, i IN able | CASE WHEN i > last THEN i ELSE last END)
+                            AS last
+  WITH ordered, top,
+       CASE WHEN NOT $lazy OR $limit IS NULL OR size(able) < $limit + $limit / 2
+              THEN size(ordered)
+            ELSE coalesce(head([j IN range(last + 1, size(ordered) - 1)
+                                WHERE ordered[j][1] <> ordered[last][1]
+                                   OR ordered[j][2] <> ordered[last][2]]), size(ordered))
        END AS upto
-  WITH found, top, upto, [h IN found[..upto] WHERE h[0]:Fact | h[0].key_uid] AS met
-  WITH found, top, upto,
-       found[..upto] + CASE WHEN size(met) = 0 THEN []
-                            ELSE [h IN found[upto..] WHERE h[0]:Fact AND h[0].key_uid IN met] END
-         AS evaluated
+  WITH ordered, top, upto, [h IN ordered[..upto] WHERE h[0]:Fact | h[0].key_uid] AS met
+  WITH ordered, top, upto,
+       CASE WHEN upto < size(ordered) THEN ordered[upto][1..] END AS frontier,
+       ordered[..upto] + CASE WHEN size(met) = 0 THEN []
+                              ELSE [h IN ordered[upto..] WHERE h[0]:Fact AND h[0].key_uid IN met]
+                         END AS evaluated
   CALL (evaluated, K, C) {
     UNWIND evaluated AS hit
     WITH hit[0] AS n, hit[1] AS score
+    WHERE n.tenant = $tenant AND n.scope = $scope
     WITH n, score,
          CASE WHEN n:Fact THEN 'fact' WHEN n:Experience THEN 'experience'
               WHEN n:TaskState THEN 'task_state' ELSE 'candidate' END AS type
@@ -231,8 +248,7 @@ CALL (K, C) {
     }
     RETURN best, reasons, dropped, ranked, size(versions) AS fact_versions, key_count, keys
   }
-  RETURN size(found) AS matched, size(found) - size(evaluated) AS skipped,
-         upto = size(found) OR size([m IN ranked WHERE m.rank = top]) >= $limit AS settled,
+  RETURN size(ordered) AS matched, size(ordered) - size(evaluated) AS skipped, top, frontier,
          best, reasons, dropped, ranked, fact_versions, key_count, keys
 }
 // The first batch of the read rule, in this statement: the keys that would fill the
@@ -241,23 +257,23 @@ CALL (K, C) {
 // the $limit-th experience or task state (the rule removes a key whole often enough - a
 // figure restated in a later filing - that a second statement costs more than a few more
 // rows); every key for a trace. Read by uid at (C, K) - fact.read itself, included.
-WITH K, C, matched, skipped, settled, best, reasons, dropped, ranked, fact_versions,
+WITH K, C, matched, skipped, top, frontier, best, reasons, dropped, ranked, fact_versions,
      key_count, keys, ranked[$limit - 1] AS floor,
      [i IN range(0, size(keys) - 1)
       WHERE i + size([m IN ranked WHERE m.rank > keys[i].rank OR m.rank = keys[i].rank AND (
                         m.score > keys[i].score OR m.score = keys[i].score AND (
                           m.at > keys[i].at OR m.at = keys[i].at AND m.id < keys[i].tie))])
             < $limit] AS placed
-WITH K, C, matched, skipped, settled, best, reasons, dropped, ranked, fact_versions,
+WITH K, C, matched, skipped, top, frontier, best, reasons, dropped, ranked, fact_versions,
      key_count, keys,
-     CASE WHEN NOT $read OR NOT settled THEN []
+     CASE WHEN NOT $read THEN []
           WHEN $limit IS NULL THEN keys
           ELSE [k IN keys WHERE floor IS NULL OR k.rank > floor.rank OR k.rank = floor.rank AND (
                   k.score > floor.score OR k.score = floor.score AND (
                     k.at > floor.at OR k.at = floor.at AND k.tie < floor.tie))
                ][..size(placed) + size(placed) / 2]
      END AS first
-WITH K, C, matched, skipped, settled, best, reasons, dropped, ranked, fact_versions,
+WITH K, C, matched, skipped, top, frontier, best, reasons, dropped, ranked, fact_versions,
      key_count, keys, first,
      [i IN range(0, size(first) - 1) | {
        i: i, uid: first[i].uid, entity: null, attribute: null, unit: null, definition: null,
@@ -265,11 +281,12 @@ WITH K, C, matched, skipped, settled, best, reasons, dropped, ranked, fact_versi
        AS reads,
      [C, K] AS times,
      // the experiences and task states that can reach the page: shown with their details
-     CASE WHEN $read AND settled AND $limit IS NOT NULL THEN [m IN ranked[..$limit] | m.id]
-          ELSE [] END AS shown
+     CASE WHEN $read AND $limit IS NOT NULL THEN [m IN ranked[..$limit] | m.id] ELSE [] END
+       AS shown
 RETURN K.epochSeconds * 1000000 + K.nanosecond / 1000 AS known_at,
        C.epochSeconds * 1000000 + C.nanosecond / 1000 AS cutoff,
-       matched, skipped, settled, best, reasons, dropped AS removed, fact_versions, key_count,
+       matched, skipped, top, frontier, best, reasons, dropped AS removed, fact_versions,
+       key_count,
        [m IN ranked | [m.id, m.type, m.score, m.at, m.rank]] AS memories,
        [k IN keys | [k.uid, k.rank, k.matched]] AS keys,
        [k IN first | k.uid] AS read,

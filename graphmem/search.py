@@ -26,17 +26,18 @@ a batch holds only keys whose bound is above the limit-th rank so far. Nothing f
 place in the result, and no memory that passes the filters is displaced.
 ``trace`` evaluates exhaustively.
 
-**Early termination.** The full-text index hands hits over by text score, and a broad
-query (a ticker) matches hundreds. No memory of a tenant can rank above the tenant's
-strongest source (its authority is read from the end of an index), and only an
-experience can reach that tier without the read rule. So when ``limit`` experiences
-come before the last hit, ``search.hits`` first evaluates only the hits up to the end of
-the ``limit``-th one's score (plus the other matched versions of the fact keys met
-there, whose recency and id count in their key's rank): if ``limit`` of those are kept
-at the top tier, every later hit scores lower at no higher authority and cannot reach
-the page, and it is left unevaluated (``explain.unevaluated`` counts it, and
-``explain.removed`` covers the evaluated hits only). If not, the search asks again and
-evaluates every hit. Either way the page is the one an exhaustive evaluation gives.
+**Early termination.** The full-text index matches hundreds of memories for a broad
+query (a ticker), by text score. No memory of a tenant can rank above the tenant's
+strongest source (its authority is read from the end of an index), so a hit ranks no
+better than (that authority, its score, its availability). ``search.hits`` orders the
+hits by score, then availability, and first evaluates only those up to the end of the
+(score, availability) of the 1.5 x ``limit``-th experience or fact public by the cutoff,
+plus the other matched versions of the fact keys met there (their recency and id count
+in their key's rank). Once the read rule has run, if ``limit`` hits rank strictly above
+(top authority, score and availability of the first hit left), nothing left can reach
+the page, and it stays unevaluated (``explain.unevaluated`` counts it; ``removed`` and
+``kept`` count the evaluated hits). If not, the search asks again and evaluates every
+hit. Either way the page is the one an exhaustive evaluation gives.
 
 **Round trips.** The first batch runs inside ``search.hits`` (which includes
 ``fact.read``'s own text, see graphmem/queries.py), as does the loading of the
@@ -243,14 +244,27 @@ def evaluate(tx: Tx, scope: Scope, q: dict[str, Any], exhaustive: bool = False
              ) -> Evaluation:
     """Steps 1 and 2 of the module docstring, and the ranking of everything kept.
 
-    ``exhaustive`` (trace): every matched fact key is evaluated and every removal is
-    reported by id.
+    ``exhaustive`` (trace): every matched hit and fact key is evaluated and every removal
+    is reported by id. Otherwise the hits the index ranks first are evaluated alone, and
+    all of them only if those do not settle the page (see *Early termination*).
     """
+    if not exhaustive:
+        ev = _evaluate(tx, scope, q, lazy=True)
+        if ev is not None:
+            return ev
+    ev = _evaluate(tx, scope, q, lazy=False, exhaustive=exhaustive)
+    assert ev is not None  # only a lazy evaluation can leave the page unsettled
+    return ev
+
+
+def _evaluate(tx: Tx, scope: Scope, q: dict[str, Any], *, lazy: bool,
+              exhaustive: bool = False) -> Evaluation | None:
+    """One evaluation; None when ``lazy`` left hits unevaluated that might still rank."""
     req = facts.require_params(q["require"])
     entity_uid = facts.entity_uid(scope, q["entity"]) if q["entity"] else None
     limit = q["limit"]
 
-    def hits(keys: int | None, read: bool, lazy: bool) -> dict[str, Any]:
+    def hits(keys: int | None, read: bool) -> dict[str, Any]:
         row = tx.one("search.hits", lucene=q["lucene"], types=list(q["types"]),
                      entity_uid=entity_uid, task_id=q["task_id"], cutoff=q["cutoff"],
                      known_at=q["known_at"], limit=None if exhaustive else limit, keys=keys,
@@ -258,10 +272,7 @@ def evaluate(tx: Tx, scope: Scope, q: dict[str, Any], exhaustive: bool = False
         assert row is not None  # the statement aggregates: always one row
         return row
 
-    keys_at_first = None if exhaustive else _KEYS_PER_LIMIT * limit
-    row = hits(keys_at_first, True, not exhaustive)
-    if not row["settled"]:  # what the index returned first did not settle the page
-        row = hits(keys_at_first, True, False)
+    row = hits(None if exhaustive else _KEYS_PER_LIMIT * limit, True)
     known_at, cutoff = from_micros(row["known_at"]), from_micros(row["cutoff"])
     query = SearchQuery(**{**q, "known_at": known_at, "cutoff": cutoff})
     ev = Evaluation(query, row["matched"], row["best"] or 0.0,
@@ -282,7 +293,9 @@ def evaluate(tx: Tx, scope: Scope, q: dict[str, Any], exhaustive: bool = False
         if not pending:  # every key returned is read
             if len(ev.ranked) >= limit and not last < ev.ranked[limit - 1].key():
                 break
-            more = _keys(hits(None, False, False)["keys"])  # the next may still rank: all
+            if row["skipped"]:
+                return None  # rather than every key of some hits, every hit
+            more = _keys(hits(None, False)["keys"])  # the next may still rank: all of them
             pending = sorted(set(more) - set(keys), key=lambda k: _bound(more[k]))
             keys, left = more, 0
             continue
@@ -296,7 +309,18 @@ def evaluate(tx: Tx, scope: Scope, q: dict[str, Any], exhaustive: bool = False
         size *= 2
         _read(ev, {k: keys[k][1] for k in batch}, _answers(tx, scope, batch, cutoff, known_at,
                                                            req), cutoff)
+    if row["skipped"] and not _settled(ev, limit, row["top"], row["frontier"]):
+        return None
     return ev
+
+
+def _settled(ev: Evaluation, limit: int, top: int, frontier: list[Any]) -> bool:
+    """Whether ``limit`` hits rank strictly above every hit left unevaluated, which at best
+    has the tenant's top authority and the frontier's score and availability (and any id:
+    a fact key takes its id from any of its versions)."""
+    score, available_ms = frontier
+    return len(ev.ranked) >= limit and (
+        ev.ranked[limit - 1].key()[:3] < _key(top, score, available_ms, "")[:3])
 
 
 def _keys(rows: list[list[Any]]) -> dict[str, Key]:

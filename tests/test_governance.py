@@ -470,6 +470,33 @@ def test_an_early_stop_never_skips_a_stronger_authority_scoring_lower(w):
     _same_page(bounded, everything)
 
 
+def test_memories_first_in_the_index_below_the_top_authority_do_not_settle_the_page(w):
+    w.source("notes", t("2024-05-01"), title="notes")
+    w.source("fix", t("2024-05-02"), authority="user_correction", title="the analyst's figure")
+    for i in range(6):  # more than the page: the search tries them alone first
+        w.experience("notes", trigger=f"widget widget widget jam {i}")
+    fixed = w.fact(Decimal(9), "fix", attribute="widget")
+    bounded = w.search("widget", limit=3, cutoff=t("2025-01-01"))
+    everything = w.search("widget", limit=1000, cutoff=t("2025-01-01"))
+    assert bounded.hits[0].memory_id == fixed.version_id
+    _same_page(bounded, everything)
+
+
+def test_memories_first_in_the_index_that_the_filters_remove_do_not_settle_the_page(w):
+    w.source("bad", t("2024-05-01"), title="notes")
+    w.source("10q", t("2024-05-01"), publisher="cik:1")
+    for i in range(6):
+        w.experience("bad", trigger=f"widget widget widget jam {i}")
+    w.mem.retract_source(w.scope, "bad", reason="poisoned")
+    for period in (Q1, Q2, Q3):
+        w.fact(Decimal(5), "10q", attribute="widget", period=period)
+    bounded = w.search("widget", limit=3, cutoff=t("2025-01-01"))
+    everything = w.search("widget", limit=1000, cutoff=t("2025-01-01"))
+    assert [h.type for h in everything.hits] == ["fact"] * 3
+    _same_page(bounded, everything)
+    assert bounded.explain.removed == everything.explain.removed == {"retracted": 6}
+
+
 def test_an_early_stop_whose_best_memories_are_filtered_reads_on(w):
     w.source("notes", t("2024-05-01"), title="notes")
     w.source("late", t("2024-09-01"), title="late notes")
