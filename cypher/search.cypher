@@ -86,7 +86,8 @@ RETURN COLLECT { MATCH (e)<-[:ABOUT]-(:FactKey)<-[:VERSION_OF]-(f:Fact) RETURN f
 // name: search.hits
 // Step 1 of a search: the index hits in this scope, and every hard filter that is a
 // property of the hit itself, before any ranking or limit. Scope is the index lookup
-// (the search_scope token) and is re-checked on the node. Then, for every type:
+// (the search_scope token, a 128-bit hash of the scope) and is re-checked on the node of
+// every hit evaluated. Then, for every type:
 //   type -> entity -> task -> known_at (recorded_at <= K) -> erased -> candidate (never
 //   live) -> cutoff (available_by <= C; for a fact version that is its earliest
 //   evidence, so this is exactly fact.read's own cutoff stage).
@@ -94,7 +95,13 @@ RETURN COLLECT { MATCH (e)<-[:ABOUT]-(:FactKey)<-[:VERSION_OF]-(f:Fact) RETURN f
 // keys of the versions kept here). Experiences and task states are decided here:
 //   retracted (no validating source public by C and not retracted by K) -> evidence
 //   (none meets the requirement) -> superseded (a later revision of the same task).
-// Returns the effective (known_at, cutoff), the kept hits and what each filter removed.
+// Returns the effective (known_at, cutoff) as epoch microseconds, what each filter
+// removed, the kept experiences and task states in rank order, the fact keys best bound
+// first, and - so that a search is usually one round trip - the read rule's answers for
+// the first batch of keys and the details of the memories that can reach the page.
+// $limit: the search's limit, null for a trace (every hit evaluated, every key read,
+// removed ids listed, no details); $keys: how many keys to return (null: all); $read:
+// run the first batch; $lazy: stop early when the first hits settle the page (below).
 // Every subquery is its own projection (planned as an Apply per hit), never inside a
 // CASE (a nested plan re-run per row, many times slower).
 WITH coalesce($known_at, datetime.transaction()) AS K
@@ -103,79 +110,199 @@ WITH K, coalesce($cutoff, K) AS C
 CALL db.index.fulltext.awaitEventuallyConsistentIndexRefresh()
 CALL (K, C) {
   CALL db.index.fulltext.queryNodes('graphmem_search_text', $lucene) YIELD node AS n, score
-  WITH n, score
-  WHERE n.tenant = $tenant AND n.scope = $scope
-  WITH n, score,
-       CASE WHEN n:Fact THEN 'fact' WHEN n:Experience THEN 'experience'
-            WHEN n:TaskState THEN 'task_state' ELSE 'candidate' END AS type
-  OPTIONAL MATCH (n)-[:VERSION_OF]->(k:FactKey)
-  // Each subquery starts with a guard on values it imports, which the planner checks
-  // before expanding: the entity's only when an entity is asked for, the rest only for
-  // the hits that every cheaper filter kept (the type it concerns, not yet removed).
-  WITH n, score, type, k,
-       EXISTS { MATCH (k)-[:ABOUT]->(e:Entity)
-                WHERE $entity_uid IS NOT NULL AND type = 'fact' AND e.uid = $entity_uid }
-         AS key_about,
-       EXISTS { MATCH (n)-[:ABOUT]->(e:Entity)
-                WHERE $entity_uid IS NOT NULL AND type <> 'fact' AND e.uid = $entity_uid }
-         AS memory_about
-  WITH n, score, type, k,
-       CASE
-         WHEN NOT coalesce(n.memory_type, type) IN $types THEN 'type'
-         WHEN $entity_uid IS NOT NULL AND NOT CASE type WHEN 'fact' THEN key_about
-              WHEN 'candidate' THEN $entity_uid IN coalesce(n.refs, []) ELSE memory_about END
-           THEN 'entity'
-         WHEN $task_id IS NOT NULL AND type = 'task_state' AND n.task_id <> $task_id THEN 'task'
-         WHEN n.recorded_at > K THEN 'known_at'
-         WHEN n.erased_at IS NOT NULL THEN 'erased'
-         WHEN type = 'candidate' THEN 'candidate'
-         WHEN n.available_by > C THEN 'cutoff'
-       END AS removed_by
-  WITH n, score, type, k, removed_by,
-       // the strongest source of a fact version: an upper bound of the authority the
-       // read rule can give it
-       COLLECT { MATCH (n)-[:EVIDENCED_BY]->(s:Source)
-                 WHERE removed_by IS NULL AND type = 'fact'
-                 RETURN s.authority_rank ORDER BY s.authority_rank DESC LIMIT 1 } AS strongest,
-       // an experience's validating sources public by C and not retracted by K
-       COLLECT { MATCH (n)-[v:VALIDATED_BY]->(s:Source)
-                 WHERE removed_by IS NULL AND type = 'experience'
-                   AND v.recorded_at <= K AND s.available_by <= C
-                   AND NOT EXISTS { (s)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= K }
-                 RETURN {rank: s.authority_rank, kind: s.kind} } AS live,
-       EXISTS { MATCH (o:TaskState {tenant: $tenant, task_id: n.task_id})
-                WHERE removed_by IS NULL AND type = 'task_state'
-                  AND o.scope = $scope AND o.revision > n.revision
-                  AND o.recorded_at <= K AND o.available_by <= C } AS newer
-  WITH n, score, type, k, removed_by, strongest, newer,
-       reduce(m = null, e IN live |
-              CASE WHEN e.rank >= $min_rank AND ($kinds IS NULL OR e.kind IN $kinds)
-                        AND (m IS NULL OR e.rank > m) THEN e.rank ELSE m END) AS required,
-       size(live) AS live
-  WITH n, score, type, k, strongest, required,
-       CASE
-         WHEN removed_by IS NOT NULL OR type = 'fact' THEN removed_by
-         WHEN type = 'experience' AND live = 0 THEN 'retracted'
-         WHEN type = 'experience' AND required IS NULL THEN 'evidence'
-         WHEN type = 'task_state' AND ($min_rank > 0 OR $kinds IS NOT NULL) THEN 'evidence'
-         WHEN type = 'task_state' AND newer THEN 'superseded'
-       END AS removed_by
-  // Compact rows (the driver decodes every value): times as epoch milliseconds, a
-  // fact's key as a list; removed ids only when asked for (trace), else reasons only.
-  RETURN count(n) AS matched,
+  WITH collect([n, score]) AS found
+  // Early termination. The index streams hits by text score; ranking is authority, then
+  // score, then recency. No memory of the tenant ranks above its strongest source (`top`,
+  // from the end of an index). With $lazy, the hits are ordered by score, then by
+  // availability (those not public by C last: they cannot rank), and only those up to
+  // the end of the (score, availability) of the 1.5 x $limit-th that may be kept (`able`:
+  // an experience or fact of a type asked for, public by C - a guess of how far to read,
+  // which the check below makes safe) are evaluated (`upto`), with the other matched
+  // versions of the fact keys met there (their recency and id count in the key's rank).
+  // Every hit after them ranks no better than (`top`, the `frontier`'s score and
+  // availability): once $limit hits rank strictly above that, the page is settled
+  // (graphmem/search.py checks, after the read rule); if not, the search asks again with
+  // $lazy false and every hit is evaluated.
+  OPTIONAL CALL () {
+    MATCH (s:Source) USING INDEX s:Source(tenant, authority_rank)
+    WHERE s.tenant = $tenant AND s.authority_rank IS NOT NULL
+    WITH s ORDER BY s.tenant DESC, s.authority_rank DESC LIMIT 1
+    RETURN s.authority_rank AS top
+  }
+  WITH found, coalesce(top, 0) AS top, -4611686018427387904 AS never
+  CALL (found, C, never) {
+    UNWIND found AS h
+    WITH h, CASE WHEN NOT $lazy THEN never WHEN h[0].available_by <= C
+                 THEN h[0].available_by.epochMillis ELSE never END AS at
+    ORDER BY h[1] DESC, at DESC
+    RETURN collect([h[0], h[1], at]) AS ordered
+  }
+  WITH ordered, top, COLLECT {  // the first of them, read no further than needed
+         UNWIND range(0, size(ordered) - 1) AS i
+         WITH i WHERE $lazy AND top > 0 AND ordered[i][2] > never
+                  AND (ordered[i][0]:Fact AND 'fact' IN $types
+                       OR ordered[i][0]:Experience AND 'experience' IN $types)
+         RETURN i LIMIT coalesce($limit + $limit / 2, 0)
+       } AS able
+  WITH ordered, top, able, reduce(last = -1, i IN able | CASE WHEN i > last THEN i ELSE last END)
+                            AS last
+  WITH ordered, top,
+       CASE WHEN NOT $lazy OR $limit IS NULL OR size(able) < $limit + $limit / 2
+              THEN size(ordered)
+            ELSE coalesce(head([j IN range(last + 1, size(ordered) - 1)
+                                WHERE ordered[j][1] <> ordered[last][1]
+                                   OR ordered[j][2] <> ordered[last][2]]), size(ordered))
+       END AS upto
+  WITH ordered, top, upto, [h IN ordered[..upto] WHERE h[0]:Fact | h[0].key_uid] AS met
+  WITH ordered, top, upto,
+       CASE WHEN upto < size(ordered) THEN ordered[upto][1..] END AS frontier,
+       ordered[..upto] + CASE WHEN size(met) = 0 THEN []
+                              ELSE [h IN ordered[upto..] WHERE h[0]:Fact AND h[0].key_uid IN met]
+                         END AS evaluated
+  CALL (evaluated, K, C) {
+    UNWIND evaluated AS hit
+    WITH hit[0] AS n, hit[1] AS score
+    WHERE n.tenant = $tenant AND n.scope = $scope
+    WITH n, score,
+         CASE WHEN n:Fact THEN 'fact' WHEN n:Experience THEN 'experience'
+              WHEN n:TaskState THEN 'task_state' ELSE 'candidate' END AS type
+    // Each subquery starts with a guard on values it imports, which the planner checks
+    // before expanding: the entity's only when an entity is asked for, the rest only for
+    // the hits that every cheaper filter kept (the type it concerns, not yet removed).
+    WITH n, score, type,
+         EXISTS { MATCH (n)-[:VERSION_OF]->(:FactKey)-[:ABOUT]->(e:Entity)
+                  WHERE $entity_uid IS NOT NULL AND type = 'fact' AND e.uid = $entity_uid }
+           AS key_about,
+         EXISTS { MATCH (n)-[:ABOUT]->(e:Entity)
+                  WHERE $entity_uid IS NOT NULL AND type <> 'fact' AND e.uid = $entity_uid }
+           AS memory_about
+    WITH n, score, type,
+         CASE
+           WHEN NOT coalesce(n.memory_type, type) IN $types THEN 'type'
+           WHEN $entity_uid IS NOT NULL AND NOT CASE type WHEN 'fact' THEN key_about
+                WHEN 'candidate' THEN $entity_uid IN coalesce(n.refs, []) ELSE memory_about END
+             THEN 'entity'
+           WHEN $task_id IS NOT NULL AND type = 'task_state' AND n.task_id <> $task_id THEN 'task'
+           WHEN n.recorded_at > K THEN 'known_at'
+           WHEN n.erased_at IS NOT NULL THEN 'erased'
+           WHEN type = 'candidate' THEN 'candidate'
+           WHEN n.available_by > C THEN 'cutoff'
+         END AS removed_by
+    WITH n, score, type, removed_by,
+         // the strongest source of a fact version: an upper bound of the authority the
+         // read rule can give it
+         COLLECT { MATCH (n)-[:EVIDENCED_BY]->(s:Source)
+                   WHERE removed_by IS NULL AND type = 'fact'
+                   RETURN s.authority_rank ORDER BY s.authority_rank DESC LIMIT 1 } AS strongest,
+         // an experience's validating sources public by C and not retracted by K
+         COLLECT { MATCH (n)-[v:VALIDATED_BY]->(s:Source)
+                   WHERE removed_by IS NULL AND type = 'experience'
+                     AND v.recorded_at <= K AND s.available_by <= C
+                     AND NOT EXISTS { (s)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= K }
+                   RETURN {rank: s.authority_rank, kind: s.kind} } AS live,
+         EXISTS { MATCH (o:TaskState {tenant: $tenant, task_id: n.task_id})
+                  WHERE removed_by IS NULL AND type = 'task_state'
+                    AND o.scope = $scope AND o.revision > n.revision
+                    AND o.recorded_at <= K AND o.available_by <= C } AS newer
+    WITH n, score, type, removed_by, strongest, newer,
+         reduce(m = null, e IN live |
+                CASE WHEN e.rank >= $min_rank AND ($kinds IS NULL OR e.kind IN $kinds)
+                          AND (m IS NULL OR e.rank > m) THEN e.rank ELSE m END) AS required,
+         size(live) AS live
+    WITH n, score, type, strongest, required,
+         CASE
+           WHEN removed_by IS NOT NULL OR type = 'fact' THEN removed_by
+           WHEN type = 'experience' AND live = 0 THEN 'retracted'
+           WHEN type = 'experience' AND required IS NULL THEN 'evidence'
+           WHEN type = 'task_state' AND ($min_rank > 0 OR $kinds IS NOT NULL) THEN 'evidence'
+           WHEN type = 'task_state' AND newer THEN 'superseded'
+         END AS removed_by
+    // Compact rows (the driver decodes every value): times as epoch milliseconds; removed
+    // ids only when asked for (trace), else reasons only.
+    WITH max(CASE WHEN removed_by IS NULL THEN score END) AS best,
          collect(removed_by) AS reasons,
-         collect(CASE WHEN removed_by IS NOT NULL AND $removed_ids
-                      THEN [coalesce(n.version_id, n.memory_id, n.id), removed_by] END)
-           AS removed,
-         collect(CASE WHEN removed_by IS NULL THEN [
-           coalesce(n.version_id, n.memory_id), type, score, n.available_by.epochMillis,
-           // an experience's authority; for a fact version its upper bound
-           CASE type WHEN 'experience' THEN required WHEN 'fact' THEN strongest[0] END,
-           CASE WHEN k IS NULL THEN null
-                ELSE [k.entity, k.attribute, k.unit, k.definition, k.period] END
-         ] END) AS kept
+         collect(CASE WHEN removed_by IS NOT NULL AND $limit IS NULL
+                      THEN [coalesce(n.version_id, n.memory_id, n.id), removed_by] END) AS dropped,
+         collect(CASE WHEN removed_by IS NULL AND type <> 'fact' THEN {
+           id: n.memory_id, type: type, score: score, at: n.available_by.epochMillis,
+           rank: coalesce(required, 0)} END) AS memories,
+         collect(CASE WHEN removed_by IS NULL AND type = 'fact' THEN {
+           key: n.key_uid, id: n.version_id, score: score, at: n.available_by.epochMillis,
+           rank: coalesce(strongest[0], 0)} END) AS versions
+    // Experiences and task states in rank order (graphmem.search: authority, text score,
+    // recency, id), and fact keys in the same order of their bounds, only the first $keys:
+    // the search reads keys best-first and asks again, for all, if it needs more.
+    CALL (memories) {
+      UNWIND memories AS m
+      WITH m ORDER BY m.rank DESC, m.score DESC, m.at DESC, m.id
+      RETURN collect(m) AS ranked
+    }
+    CALL (versions) {
+      UNWIND versions AS v
+      WITH v.key AS uid, max(v.rank) AS rank, max(v.score) AS score, max(v.at) AS at,
+           min(v.id) AS tie, collect([v.id, v.score, v.at]) AS matched
+      ORDER BY rank DESC, score DESC, at DESC, tie
+      WITH collect({uid: uid, rank: rank, score: score, at: at, tie: tie, matched: matched})
+             AS keys
+      RETURN size(keys) AS key_count, keys[..coalesce($keys, size(keys))] AS keys
+    }
+    RETURN best, reasons, dropped, ranked, size(versions) AS fact_versions, key_count, keys
+  }
+  RETURN size(ordered) AS matched, size(ordered) - size(evaluated) AS skipped, top, frontier,
+         best, reasons, dropped, ranked, fact_versions, key_count, keys
 }
-RETURN K AS known_at, C AS cutoff, matched, reasons, removed, kept
+// The first batch of the read rule, in this statement: the keys that would fill the
+// page if the rule kept them all (`placed`: fewer than $limit keys and experiences or
+// task states rank above each), and half as many again after them that still rank above
+// the $limit-th experience or task state (the rule removes a key whole often enough - a
+// figure restated in a later filing - that a second statement costs more than a few more
+// rows); every key for a trace. Read by uid at (C, K) - fact.read itself, included.
+WITH K, C, matched, skipped, top, frontier, best, reasons, dropped, ranked, fact_versions,
+     key_count, keys, ranked[$limit - 1] AS floor,
+     [i IN range(0, size(keys) - 1)
+      WHERE i + size([m IN ranked WHERE m.rank > keys[i].rank OR m.rank = keys[i].rank AND (
+                        m.score > keys[i].score OR m.score = keys[i].score AND (
+                          m.at > keys[i].at OR m.at = keys[i].at AND m.id < keys[i].tie))])
+            < $limit] AS placed
+WITH K, C, matched, skipped, top, frontier, best, reasons, dropped, ranked, fact_versions,
+     key_count, keys,
+     CASE WHEN NOT $read THEN []
+          WHEN $limit IS NULL THEN keys
+          ELSE [k IN keys WHERE floor IS NULL OR k.rank > floor.rank OR k.rank = floor.rank AND (
+                  k.score > floor.score OR k.score = floor.score AND (
+                    k.at > floor.at OR k.at = floor.at AND k.tie < floor.tie))
+               ][..size(placed) + size(placed) / 2]
+     END AS first
+WITH K, C, matched, skipped, top, frontier, best, reasons, dropped, ranked, fact_versions,
+     key_count, keys, first,
+     [i IN range(0, size(first) - 1) | {
+       i: i, uid: first[i].uid, entity: null, attribute: null, unit: null, definition: null,
+       period: null, valid_from: null, valid_to: null, cutoff: 0, known_at: 1, idem: null}]
+       AS reads,
+     [C, K] AS times,
+     // the experiences and task states that can reach the page: shown with their details
+     CASE WHEN $read AND $limit IS NOT NULL THEN [m IN ranked[..$limit] | m.id] ELSE [] END
+       AS shown
+RETURN K.epochSeconds * 1000000 + K.nanosecond / 1000 AS known_at,
+       C.epochSeconds * 1000000 + C.nanosecond / 1000 AS cutoff,
+       matched, skipped, top, frontier, best, reasons, dropped AS removed, fact_versions,
+       key_count,
+       [m IN ranked | [m.id, m.type, m.score, m.at, m.rank]] AS memories,
+       [k IN keys | [k.uid, k.rank, k.matched]] AS keys,
+       [k IN first | k.uid] AS read,
+       COLLECT {
+         CALL (reads, times) {
+           // include: fact.read $reads=reads $times=times $brief=false
+         }
+         RETURN {i: i, known_at: known_at, key: key, status: status, candidates: candidates,
+                 explain: explain, removed: removed} AS answer
+       } AS answers,
+       COLLECT {
+         CALL (shown, K) {
+           // include: search.memories $memory_ids=shown $known_at=K
+         }
+         RETURN {m: m, entities: entities, ev: ev} AS detail
+       } AS details
 
 // name: search.memories
 // Experiences and task states by id, with their evidence as of (C, K). Only the fields

@@ -401,6 +401,13 @@ def load_memories(tx: Tx, scope: Scope, memory_ids: Sequence[str], *, known_at: 
     (``cutoff`` None: as of ``known_at``)."""
     rows = tx.run("search.memories", memory_ids=list(memory_ids), known_at=known_at,
                   **facts.scope_params(scope))
+    return to_memories(rows, known_at=known_at, cutoff=cutoff)
+
+
+def to_memories(rows: Iterable[dict[str, Any]], *, known_at: Any, cutoff: Any
+                ) -> dict[str, Experience | TaskState]:
+    """``search.memories`` rows as experiences and task states (also what search.hits
+    returns for the memories that can reach a search's page)."""
     limit = facts.native(cutoff if cutoff is not None else known_at)
     out: dict[str, Experience | TaskState] = {}
     for row in rows:

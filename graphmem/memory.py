@@ -679,7 +679,8 @@ class Memory:
             scope, text=text, match=match, types=types, entity=entity, task_id=task_id,
             cutoff=_aware("cutoff", cutoff), known_at=_aware("known_at", known_at) or self._now(),
             require=require, limit=limit)
-        return self._db.read(lambda tx: searching.search(tx, scope, q), "search")
+        # one auto-commit read per statement: a search is usually one statement
+        return self._db.read_each(lambda tx: searching.search(tx, scope, q), "search")
 
     def build_context(self, scope: Scope, *, task_id: str, memories: Any, token_budget: int,
                       tokenizer: Callable[[str], int] | None = None) -> Context:

@@ -471,8 +471,10 @@ class SearchExplain(_Model):
     index lookup and never counted, so nothing about other scopes leaks). ``removed`` is
     per matched memory (fact version, experience, task state, candidate). ``kept`` passed
     every filter; ``below_limit`` of them ranked after the limit; ``unevaluated`` matched
-    fact versions were not run through the read rule because even at their best they
-    would rank below the limit (see graphmem/search.py).
+    memories were not evaluated (fact versions not run through the read rule, or any hit
+    scoring below those that settled the page) because even at their best they would
+    rank below the limit (see graphmem/search.py); ``removed`` and ``kept`` count the
+    evaluated ones.
     """
 
     matched: int = 0

@@ -11,6 +11,12 @@ found by, written both when a version is created and when it is re-indexed) is a
 fragment: declared under ``// fragment: group.piece`` and pasted, at load, in place of
 each line ``// include: group.piece``. Fragments are not statements: they cannot be
 run on their own, and an include of a name that is not a fragment fails at load.
+
+A whole statement may be included the same way, to run inside another one (in a
+``CALL`` subquery) so that one rule keeps one text: ``// include: fact.read
+$reads=reads $times=times`` pastes ``fact.read`` with each listed parameter replaced by
+a variable (or literal) of the including statement. A binding of a parameter that the
+included text does not use fails at load, so a renamed parameter cannot go unnoticed.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ from typing import NamedTuple
 from .errors import QueryCatalogError
 
 _HEADER = re.compile(r"^//\s*(?P<kind>name|fragment):\s*(?P<name>\S+)\s*$")
-_INCLUDE = re.compile(r"^[ \t]*//[ \t]*include:[ \t]*(?P<name>\S+)[ \t]*$", re.MULTILINE)
+_INCLUDE = re.compile(r"^[ \t]*//[ \t]*include:[ \t]*(?P<name>\S+)"
+                      r"(?P<binds>(?:[ \t]+\$\w+=\w+)*)[ \t]*$", re.MULTILINE)
 _NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$")
 
 
@@ -69,20 +76,34 @@ def parse(text: str, origin: str) -> Parsed:
 
 
 def resolve(statements: dict[str, str], fragments: dict[str, str]) -> dict[str, str]:
-    """The statements with every ``// include:`` line replaced by its fragment."""
+    """The statements with every ``// include:`` line replaced by its fragment, or by the
+    statement it names with the parameters it binds."""
 
     def expand(name: str, body: str, chain: tuple[str, ...]) -> str:
         def paste(match: re.Match[str]) -> str:
             wanted = match["name"]
-            if wanted not in fragments:
-                raise QueryCatalogError(f"{name!r} includes {wanted!r}, which is not a fragment")
+            if wanted not in fragments and wanted not in statements:
+                raise QueryCatalogError(
+                    f"{name!r} includes {wanted!r}, which is not a fragment or a statement")
             if wanted in chain:
                 raise QueryCatalogError(f"{name!r}: fragments include each other: {' -> '.join(chain + (wanted,))}")
-            return expand(wanted, fragments[wanted], chain + (wanted,))
+            text = expand(wanted, fragments.get(wanted, statements.get(wanted, "")), chain + (wanted,))
+            return bind(name, wanted, text, match["binds"].split())
 
         return _INCLUDE.sub(paste, body)
 
     return {name: expand(name, body, ()) for name, body in statements.items()}
+
+
+def bind(name: str, included: str, text: str, binds: list[str]) -> str:
+    """``text`` (what ``name`` includes) with each ``$param=value`` binding applied."""
+    for binding in binds:
+        param, value = binding[1:].split("=")
+        pattern = re.compile(rf"\${param}\b")
+        if not pattern.search(text):
+            raise QueryCatalogError(f"{name!r} binds ${param}, which {included!r} does not use")
+        text = pattern.sub(value, text)
+    return text
 
 
 class Catalogue(Mapping[str, str]):

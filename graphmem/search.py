@@ -1,6 +1,6 @@
 """Search: hard filters first, then ranking, then the limit (the essay's section 5).
 
-One read transaction, three steps, nothing ranked or cut before every filter ran:
+One read, three steps, nothing ranked or cut before every filter ran:
 
 1. ``search.hits`` - the full-text index (``graphmem_search_text``) inside the caller's
    scope, then every filter that is a property of the hit: type, entity, task, known_at,
@@ -12,8 +12,9 @@ One read transaction, three steps, nothing ranked or cut before every filter ran
    reason. The rule is not re-implemented here.
 3. rank what is left, and only then apply ``limit``.
 
-Step 2 costs one read-rule evaluation per fact key, so it runs in batches (the limit,
-then doubling), best candidates first. Before the rule runs, each key's rank
+Step 2 costs one read-rule evaluation per fact key, so it runs in batches, best
+candidates first: the keys that would fill the page if the rule kept them all and half
+as many again, then twice the limit, doubling. Before the rule runs, each key's rank
 has a bound - its strongest source's authority, its best text score, its latest
 availability, its smallest version id, over the versions that matched - which the
 read rule's answer can only equal or fall below. Once ``limit`` hits rank strictly
@@ -24,6 +25,30 @@ the first included (experiences and task states may settle the limit on their ow
 a batch holds only keys whose bound is above the limit-th rank so far. Nothing filtered ever takes a
 place in the result, and no memory that passes the filters is displaced.
 ``trace`` evaluates exhaustively.
+
+**Early termination.** The full-text index matches hundreds of memories for a broad
+query (a ticker), by text score. No memory of a tenant can rank above the tenant's
+strongest source (its authority is read from the end of an index), so a hit ranks no
+better than (that authority, its score, its availability). ``search.hits`` orders the
+hits by score, then availability, and first evaluates only those up to the end of the
+(score, availability) of the 1.5 x ``limit``-th experience or fact public by the cutoff,
+plus the other matched versions of the fact keys met there (their recency and id count
+in their key's rank). Once the read rule has run, if ``limit`` hits rank strictly above
+(top authority, score and availability of the first hit left), nothing left can reach
+the page, and it stays unevaluated (``explain.unevaluated`` counts it; ``removed`` and
+``kept`` count the evaluated hits). If not, the search asks again and evaluates every
+hit. Either way the page is the one an exhaustive evaluation gives.
+
+**Round trips.** The first batch runs inside ``search.hits`` (which includes
+``fact.read``'s own text, see graphmem/queries.py), as does the loading of the
+experiences and task states that can reach the page (``search.memories``, included):
+a search is one statement unless the read rule removes keys from the first batch. Each
+statement is its own auto-commit read (``Database.read_each``): one round trip, where
+begin and commit would add two.
+``search.hits`` sorts the keys by bound and returns only the first few times the
+limit (with their count); the keys after them bound no better than the last one
+returned, so they are asked for - all of them, once - only if that one could still
+rank.
 
 **Query text.** Words are stemmed (english analyzer), so "declines" meets "declined".
 A token with a digit or inner punctuation (``E-4012``, ``0001564590-16-013195``,
@@ -60,6 +85,7 @@ from .models import (
     MEMORY_TYPES,
     Answer,
     Authority,
+    Experience,
     MemoryType,
     Rank,
     Require,
@@ -68,8 +94,10 @@ from .models import (
     SearchHit,
     SearchQuery,
     SearchResult,
+    TaskState,
     authority_of,
 )
+from .values import from_micros
 
 # The order the filters run in (search.hits, then fact.read), for explain.
 FILTERS = ("type", "entity", "task", "known_at", "erased", "candidate", "cutoff",
@@ -194,77 +222,140 @@ class Evaluation:
     removed: dict[str, str] = field(default_factory=dict)  # ids: always for fact.read's
     ranked: list[_Hit] = field(default_factory=list)
     unevaluated: int = 0
+    # experiences and task states that can reach the page, by id (none for a trace)
+    details: dict[str, Experience | TaskState] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         return {f: self.reasons[f] for f in FILTERS if self.reasons[f]}
+
+
+# Fact keys search.hits returns at first, per unit of limit: the read rule runs on at
+# most 1.5 x ``limit`` keys (in search.hits itself), then on twice the limit, so four
+# times the limit covers the first two batches; a search that needs more asks again, for
+# all of them.
+_KEYS_PER_LIMIT = 4
+
+# A matched fact key: the upper bound of its authority, and its matched versions' text
+# score and availability (epoch milliseconds) by version id.
+Key = tuple[int, dict[str, tuple[float, int]]]
 
 
 def evaluate(tx: Tx, scope: Scope, q: dict[str, Any], exhaustive: bool = False
              ) -> Evaluation:
     """Steps 1 and 2 of the module docstring, and the ranking of everything kept.
 
-    ``exhaustive`` (trace): every matched fact key is evaluated and every removal is
-    reported by id.
+    ``exhaustive`` (trace): every matched hit and fact key is evaluated and every removal
+    is reported by id. Otherwise the hits the index ranks first are evaluated alone, and
+    all of them only if those do not settle the page (see *Early termination*).
     """
+    if not exhaustive:
+        ev = _evaluate(tx, scope, q, lazy=True)
+        if ev is not None:
+            return ev
+    ev = _evaluate(tx, scope, q, lazy=False, exhaustive=exhaustive)
+    assert ev is not None  # only a lazy evaluation can leave the page unsettled
+    return ev
+
+
+def _evaluate(tx: Tx, scope: Scope, q: dict[str, Any], *, lazy: bool,
+              exhaustive: bool = False) -> Evaluation | None:
+    """One evaluation; None when ``lazy`` left hits unevaluated that might still rank."""
     req = facts.require_params(q["require"])
     entity_uid = facts.entity_uid(scope, q["entity"]) if q["entity"] else None
-    row = tx.one("search.hits", lucene=q["lucene"], types=list(q["types"]),
-                 entity_uid=entity_uid, task_id=q["task_id"], cutoff=q["cutoff"],
-                 known_at=q["known_at"], removed_ids=exhaustive, **req,
-                 **facts.scope_params(scope))
-    assert row is not None  # the statement aggregates: always one row
-    known_at, cutoff = facts.native(row["known_at"]), facts.native(row["cutoff"])
-    query = SearchQuery(**{**q, "known_at": known_at, "cutoff": cutoff})
-    ev = Evaluation(query, row["matched"], max((h[2] for h in row["kept"]), default=0.0),
-                    Counter(r for r in row["reasons"] if r), dict(row["removed"]))
-    keys: dict[tuple[str, ...], dict[str, tuple[float, int, int]]] = {}
-    for memory_id, kind, score, available_ms, rank, key in row["kept"]:
-        if kind == "fact":
-            keys.setdefault(tuple(key), {})[memory_id] = (score, available_ms, rank or 0)
-        else:
-            ev.ranked.append(_Hit(kind, memory_id, score, rank or 0, available_ms, memory_id))
-
-    def bound(key: tuple[str, ...]) -> tuple[Any, ...]:
-        """The best rank key this fact key could reach, whatever the read rule keeps."""
-        m = keys[key]
-        return _key(max(r for _, _, r in m.values()), max(s for s, _, _ in m.values()),
-                    max(a for _, a, _ in m.values()), min(m))
-
-    bounds = {k: bound(k) for k in keys}
-    pending = sorted(keys, key=bounds.__getitem__)
-    ev.ranked.sort(key=_Hit.key)
     limit = q["limit"]
-    # the limit first (a key the rule removes whole is rare: each row costs more to decode
-    # than a second round trip), then doubling batches
-    size = len(pending) if exhaustive else limit
-    while pending:
+
+    def hits(keys: int | None, read: bool) -> dict[str, Any]:
+        row = tx.one("search.hits", lucene=q["lucene"], types=list(q["types"]),
+                     entity_uid=entity_uid, task_id=q["task_id"], cutoff=q["cutoff"],
+                     known_at=q["known_at"], limit=None if exhaustive else limit, keys=keys,
+                     read=read, lazy=lazy, **req, **facts.scope_params(scope))
+        assert row is not None  # the statement aggregates: always one row
+        return row
+
+    row = hits(None if exhaustive else _KEYS_PER_LIMIT * limit, True)
+    known_at, cutoff = from_micros(row["known_at"]), from_micros(row["cutoff"])
+    query = SearchQuery(**{**q, "known_at": known_at, "cutoff": cutoff})
+    ev = Evaluation(query, row["matched"], row["best"] or 0.0,
+                    Counter(r for r in row["reasons"] if r), dict(row["removed"]),
+                    [_Hit(kind, memory_id, score, rank, available_ms, memory_id)
+                     for memory_id, kind, score, available_ms, rank in row["memories"]],
+                    unevaluated=row["skipped"] + row["fact_versions"],
+                    details=governance.to_memories(row["details"], known_at=known_at,
+                                                   cutoff=cutoff))
+    keys = _keys(row["keys"])
+    # the first batch, read by search.hits itself
+    _read(ev, {k: keys[k][1] for k in row["read"]}, row["answers"], cutoff)
+    pending = sorted(set(keys) - set(row["read"]), key=lambda k: _bound(keys[k]))
+    left = row["key_count"] - len(keys)  # keys search.hits did not return: none of
+    last = _bound(keys[row["keys"][-1][0]]) if keys else None  # them has a better bound
+    size = 2 * limit
+    while pending or left:
+        if not pending:  # every key returned is read
+            if len(ev.ranked) >= limit and not last < ev.ranked[limit - 1].key():
+                break
+            if row["skipped"]:
+                return None  # rather than every key of some hits, every hit
+            more = _keys(hits(None, False)["keys"])  # the next may still rank: all of them
+            pending = sorted(set(more) - set(keys), key=lambda k: _bound(more[k]))
+            keys, left = more, 0
+            continue
         # only keys whose bound is above the limit-th rank so far can still enter (the
         # other memories may settle the limit before any fact key is read)
-        reach = len(pending) if exhaustive or len(ev.ranked) < limit else bisect.bisect_left(
-            pending, ev.ranked[limit - 1].key(), key=bounds.__getitem__)
+        reach = len(pending) if len(ev.ranked) < limit else bisect.bisect_left(
+            pending, ev.ranked[limit - 1].key(), key=lambda k: _bound(keys[k]))
         if not reach:
             break
         batch, pending = pending[:min(size, reach)], pending[min(size, reach):]
         size *= 2
-        ev.ranked += _fact_hits(tx, scope, {k: keys[k] for k in batch}, cutoff, known_at, req,
-                                ev)
-        ev.ranked.sort(key=_Hit.key)
-    ev.unevaluated = sum(len(keys[k]) for k in pending)
+        _read(ev, {k: keys[k][1] for k in batch}, _answers(tx, scope, batch, cutoff, known_at,
+                                                           req), cutoff)
+    if row["skipped"] and not _settled(ev, limit, row["top"], row["frontier"]):
+        return None
     return ev
 
 
-def _fact_hits(tx: Tx, scope: Scope, keys: dict[tuple[str, ...], dict[str, tuple[float, int, int]]],
-               cutoff: dt.datetime, known_at: dt.datetime, req: dict[str, Any],
-               ev: Evaluation) -> list[_Hit]:
-    """Run the read rule on the matched keys; a key is a hit if a matched version survives."""
-    order = list(keys)
+def _settled(ev: Evaluation, limit: int, top: int, frontier: list[Any]) -> bool:
+    """Whether ``limit`` hits rank strictly above every hit left unevaluated, which at best
+    has the tenant's top authority and the frontier's score and availability (and any id:
+    a fact key takes its id from any of its versions)."""
+    score, available_ms = frontier
+    return len(ev.ranked) >= limit and (
+        ev.ranked[limit - 1].key()[:3] < _key(top, score, available_ms, "")[:3])
+
+
+def _keys(rows: list[list[Any]]) -> dict[str, Key]:
+    """search.hits' fact keys (uid, authority bound, matched versions) by uid, in order."""
+    return {uid: (rank, {vid: (score, at) for vid, score, at in matched})
+            for uid, rank, matched in rows}
+
+
+def _bound(key: Key) -> tuple[Any, ...]:
+    """The best rank key a fact key could reach, whatever the read rule keeps: its
+    strongest source, its best text score, its latest availability, its smallest id."""
+    rank, matched = key
+    return _key(rank, max(s for s, _ in matched.values()), max(a for _, a in matched.values()),
+                min(matched))
+
+
+def _answers(tx: Tx, scope: Scope, uids: list[str], cutoff: dt.datetime,
+             known_at: dt.datetime, req: dict[str, Any]) -> list[dict[str, Any]]:
+    """The read rule on these keys (by uid) at the search's (cutoff, known_at): one
+    ``fact.read`` row per key, ``i`` its index in ``uids`` (as search.hits reads them)."""
     times = facts.Times()
-    reads = [{"i": i, "entity": k[0], "attribute": k[1], "unit": k[2], "definition": k[3],
-              "period": k[4], "valid_from": None, "valid_to": None, "cutoff": times.ref(cutoff),
-              "known_at": times.ref(known_at), "idem": None} for i, k in enumerate(order)]
-    hits = []
-    for row in tx.run("fact.read", reads=reads, times=times.values, brief=False, **req,
-                      **facts.scope_params(scope)):
+    reads = [{"i": i, "uid": uid, "entity": None, "attribute": None, "unit": None,
+              "definition": None, "period": None, "valid_from": None, "valid_to": None,
+              "cutoff": times.ref(cutoff), "known_at": times.ref(known_at), "idem": None}
+             for i, uid in enumerate(uids)]
+    return tx.run("fact.read", reads=reads, times=times.values, brief=False, **req,
+                  **facts.scope_params(scope))
+
+
+def _read(ev: Evaluation, keys: dict[str, dict[str, tuple[float, int]]],
+          answers: list[dict[str, Any]], cutoff: dt.datetime) -> None:
+    """Rank the keys the read rule answered: a key is a hit if a matched version survives;
+    each matched version it removed is counted under its reason."""
+    order = list(keys)
+    for row in answers:
         matched = keys[order[row["i"]]]
         stage = {x["version_id"]: x["by"] for x in row["removed"]}
         kept = [vid for vid in matched if stage.get(vid) is None]
@@ -272,25 +363,23 @@ def _fact_hits(tx: Tx, scope: Scope, keys: dict[tuple[str, ...], dict[str, tuple
             if stage.get(vid):
                 ev.removed[vid] = stage[vid]
                 ev.reasons[stage[vid]] += 1
+        ev.unevaluated -= len(matched)
         if not kept:
             continue
         answer = facts._answer(row, cutoff)  # the same Answer as_of builds from this row
         shown = [answer.version] if answer.version else list(answer.candidates)
-        hits.append(_Hit(
+        ev.ranked.append(_Hit(
             "fact", shown[0].version_id, max(matched[v][0] for v in kept),
             max((v.authority.rank if v.authority else 0) for v in shown),
             max(matched[v][1] for v in kept), min(kept), answer))
-    return hits
+    ev.ranked.sort(key=_Hit.key)
 
 
 def search(tx: Tx, scope: Scope, q: dict[str, Any]) -> SearchResult:
     """A search: every hard filter, then ranking, then the limit, then details of the top."""
     ev = evaluate(tx, scope, q)
     top = ev.ranked[: q["limit"]]
-    others = [h.memory_id for h in top if h.type != "fact"]
-    details = governance.load_memories(tx, scope, others, known_at=ev.query.known_at,
-                                       cutoff=ev.query.cutoff) if others else {}
-    hits = tuple(_search_hit(h, position, ev.best, ev.query.cutoff, details)
+    hits = tuple(_search_hit(h, position, ev.best, ev.query.cutoff, ev.details)
                  for position, h in enumerate(top, 1))
     explain = SearchExplain(matched=ev.matched, removed=ev.counts(), kept=len(ev.ranked),
                             returned=len(hits), below_limit=len(ev.ranked) - len(hits),

@@ -54,6 +54,24 @@ def test_constraint_violation_is_raised_at_once(mem, scope):
     assert len(calls) == 1
 
 
+def test_read_each_runs_statements_by_name_sees_what_was_just_written_and_names_errors(mem, scope):
+    db, calls = _counting_db(mem, (
+        "// name: test.create_entity\nCREATE (:Entity {uid: $uid, tenant: $tenant, scope: $scope})\n"
+        "// name: test.count\nMATCH (e:Entity {uid: $uid}) RETURN count(e) AS n\n"
+        "// name: test.broken\nRETURN (\n"))
+    uid = f"each-{scope.tenant}"
+    db.write(lambda tx: tx.run("test.create_entity", uid=uid, tenant=scope.tenant, scope=scope.id))
+    assert db.read_each(lambda tx: [tx.one("test.count", uid=uid)["n"] for _ in range(2)]) == [1, 1]
+
+    def work(tx):
+        calls.append(1)
+        return tx.run("test.broken")
+
+    with pytest.raises(StatementError, match="test.broken"):
+        db.read_each(work)
+    assert len(calls) == 1, "a syntax error must not be retried"
+
+
 def test_migrate_twice_and_concurrently_is_safe(migrated):
     with migrated.connect() as mem:
         first = mem.migrate()

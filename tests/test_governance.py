@@ -428,6 +428,91 @@ def test_a_search_whose_best_fact_keys_are_all_filtered_reads_on_to_the_others(w
     assert one.explain.unevaluated + len(one.hits) + one.explain.below_limit == 3
 
 
+def _same_page(bounded, everything) -> None:
+    """``bounded`` (limit n) is exactly the first n hits of the exhaustive ``everything``:
+    the same memories, answers and ranks (score, norm, recency, why)."""
+    n = bounded.query.limit
+    assert [(h.memory_id, h.memory_ids, h.status, h.rank) for h in bounded.hits] == [
+        (h.memory_id, h.memory_ids, h.status, h.rank) for h in everything.hits[:n]]
+    assert everything.explain.unevaluated == 0
+
+
+def test_a_search_that_stops_reading_early_gives_the_exhaustive_page(w):
+    # three experiences score above every fact but one key's version: once they are kept
+    # at the tenant's top authority nothing scoring lower can reach a page of three
+    w.source("notes", t("2024-05-01"), title="notes")
+    w.source("10k", t("2024-05-01"), publisher="cik:1", title="widget widget widget widget widget")
+    w.source("10q", t("2024-06-01"), publisher="cik:2", title="quarterly report")
+    w.fact(Decimal(1), "10k", attribute="widget")  # scores first ...
+    w.fact(Decimal(2), "10q", attribute="widget")  # ... conflicts with this later, lower one
+    for i in range(3):
+        w.experience("notes", trigger=f"widget widget widget jam {i}")
+    for period in (Q2, Q3, Q4):
+        w.fact(Decimal(5), "10q", attribute="widget", period=period)
+    bounded = w.search("widget", limit=3, cutoff=t("2025-01-01"))
+    everything = w.search("widget", limit=1000, cutoff=t("2025-01-01"))
+    assert [h.type for h in everything.hits] == ["fact"] + ["experience"] * 3 + ["fact"] * 3
+    assert everything.hits[0].status == "conflicted"  # its recency is the later version's
+    _same_page(bounded, everything)
+    assert bounded.explain.unevaluated == 3  # the other periods' facts were never read
+    assert bounded.explain.removed == everything.explain.removed == {}
+
+
+def test_an_early_stop_never_skips_a_stronger_authority_scoring_lower(w):
+    w.source("notes", t("2024-05-01"), title="notes")
+    w.source("fix", t("2024-05-02"), authority="user_correction", title="the analyst's figure")
+    for i in range(3):
+        w.experience("notes", trigger=f"widget widget widget jam {i}")
+    fixed = w.fact(Decimal(9), "fix", attribute="widget")
+    bounded = w.search("widget", limit=3, cutoff=t("2025-01-01"))
+    everything = w.search("widget", limit=1000, cutoff=t("2025-01-01"))
+    assert bounded.hits[0].memory_id == fixed.version_id
+    _same_page(bounded, everything)
+
+
+def test_memories_first_in_the_index_below_the_top_authority_do_not_settle_the_page(w):
+    w.source("notes", t("2024-05-01"), title="notes")
+    w.source("fix", t("2024-05-02"), authority="user_correction", title="the analyst's figure")
+    for i in range(6):  # more than the page: the search tries them alone first
+        w.experience("notes", trigger=f"widget widget widget jam {i}")
+    fixed = w.fact(Decimal(9), "fix", attribute="widget")
+    bounded = w.search("widget", limit=3, cutoff=t("2025-01-01"))
+    everything = w.search("widget", limit=1000, cutoff=t("2025-01-01"))
+    assert bounded.hits[0].memory_id == fixed.version_id
+    _same_page(bounded, everything)
+
+
+def test_memories_first_in_the_index_that_the_filters_remove_do_not_settle_the_page(w):
+    w.source("bad", t("2024-05-01"), title="notes")
+    w.source("10q", t("2024-05-01"), publisher="cik:1")
+    for i in range(6):
+        w.experience("bad", trigger=f"widget widget widget jam {i}")
+    w.mem.retract_source(w.scope, "bad", reason="poisoned")
+    for period in (Q1, Q2, Q3):
+        w.fact(Decimal(5), "10q", attribute="widget", period=period)
+    bounded = w.search("widget", limit=3, cutoff=t("2025-01-01"))
+    everything = w.search("widget", limit=1000, cutoff=t("2025-01-01"))
+    assert [h.type for h in everything.hits] == ["fact"] * 3
+    _same_page(bounded, everything)
+    assert bounded.explain.removed == everything.explain.removed == {"retracted": 6}
+
+
+def test_an_early_stop_whose_best_memories_are_filtered_reads_on(w):
+    w.source("notes", t("2024-05-01"), title="notes")
+    w.source("late", t("2024-09-01"), title="late notes")
+    w.source("10q", t("2024-05-01"), publisher="cik:1")
+    for i in range(3):
+        w.experience("late", trigger=f"widget widget widget jam {i}")  # not public at the cutoff
+    w.experience("notes", trigger="widget widget widget jam 3")
+    for period in (Q1, Q2, Q3):
+        w.fact(Decimal(5), "10q", attribute="widget", period=period)
+    bounded = w.search("widget", limit=3, cutoff=t("2024-06-01"))
+    everything = w.search("widget", limit=1000, cutoff=t("2024-06-01"))
+    assert [h.type for h in everything.hits] == ["experience"] + ["fact"] * 3
+    _same_page(bounded, everything)
+    assert bounded.explain.removed == everything.explain.removed == {"cutoff": 3}
+
+
 # ------------------------------------------------------------------ scope and input
 
 

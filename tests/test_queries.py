@@ -44,6 +44,27 @@ def test_fragments_that_include_each_other_are_refused():
         resolve(parsed.statements, parsed.fragments)
 
 
+def test_a_statement_included_in_another_has_its_parameters_bound():
+    parsed = parse("// name: a.rule\nUNWIND $rows AS r\nRETURN r + $step AS x, $rowsize AS y\n"
+                   "// name: a.user\nWITH [1] AS mine\nCALL (mine) {\n  // include: a.rule $rows=mine\n}\n"
+                   "RETURN x\n", "x.cypher")
+    assert resolve(parsed.statements, parsed.fragments)["a.user"] == (
+        "WITH [1] AS mine\nCALL (mine) {\nUNWIND mine AS r\nRETURN r + $step AS x, $rowsize AS y\n}\n"
+        "RETURN x")
+
+
+def test_a_binding_of_a_parameter_the_included_text_does_not_use_is_refused():
+    parsed = parse("// name: a.rule\nRETURN $x\n// name: a.user\nCALL () {\n// include: a.rule $y=v\n}\n", "x.cypher")
+    with pytest.raises(QueryCatalogError, match="'a.user' binds \\$y, which 'a.rule' does not use"):
+        resolve(parsed.statements, parsed.fragments)
+
+
+def test_search_runs_the_read_rule_itself_not_a_copy():
+    read_rule = QUERIES["fact.read"].replace("$reads", "reads").replace("$times", "times")
+    assert read_rule.replace("$brief", "false") in QUERIES["search.hits"]
+    assert "// include" not in QUERIES["search.hits"]
+
+
 def test_unknown_name_suggests_close_ones():
     with pytest.raises(QueryCatalogError, match="did you mean fact.read"):
         QUERIES["fact.reed"]
