@@ -178,7 +178,7 @@ class _Filing:
     the date was read from), and how its values are rounded per unit (its rows go to the
     spool)."""
 
-    __slots__ = ("accession", "form", "filed", "filed_text", "zeros")
+    __slots__ = ("accession", "form", "filed", "filed_text", "zeros", "_precision")
 
     def __init__(self, accession: str, form: str, filed: dt.date, filed_text: str):
         self.accession = accession
@@ -186,12 +186,15 @@ class _Filing:
         self.filed = filed
         self.filed_text = filed_text
         self.zeros: dict[str, Counter[int]] = defaultdict(Counter)
+        self._precision: dict[str, int] = {}
 
     def precision(self, unit: str) -> int:
-        counts = self.zeros.get(unit)
-        if not counts:
-            return 0
-        return max(counts.items(), key=lambda kv: (kv[1], -kv[0]))[0]
+        """The usual trailing zeros of the unit's values, once per unit (asked per row;
+        only after the whole file is read, when ``zeros`` is complete)."""
+        if unit not in self._precision:
+            counts = self.zeros.get(unit)
+            self._precision[unit] = max(counts.items(), key=lambda kv: (kv[1], -kv[0]))[0] if counts else 0
+        return self._precision[unit]
 
 
 _ROW_DEPTH = 6  # facts > taxonomy > concept > "units" > unit > row index
