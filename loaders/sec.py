@@ -151,11 +151,8 @@ def _trailing_zeros(value: Decimal) -> int | None:
     """Trailing zeros of a non-zero integer; None for zero or a fraction."""
     if value == 0 or value != value.to_integral_value():
         return None
-    n, count = abs(int(value)), 0
-    while n % 10 == 0:
-        n //= 10
-        count += 1
-    return count
+    digits = str(abs(int(value)))  # counted on the text: once per row of the file
+    return len(digits) - len(digits.rstrip("0"))
 
 
 def rerounds(earlier: Decimal, later: Decimal, precision: int) -> bool:
@@ -177,22 +174,27 @@ def rerounds(earlier: Decimal, later: Decimal, precision: int) -> bool:
 
 
 class _Filing:
-    """What validation keeps of one accession in memory: its form and date, and how its
-    values are rounded per unit (its rows go to the spool)."""
+    """What validation keeps of one accession in memory: its form and date (and the text
+    the date was read from), and how its values are rounded per unit (its rows go to the
+    spool)."""
 
-    __slots__ = ("accession", "form", "filed", "zeros")
+    __slots__ = ("accession", "form", "filed", "filed_text", "zeros", "_precision")
 
-    def __init__(self, accession: str, form: str, filed: dt.date):
+    def __init__(self, accession: str, form: str, filed: dt.date, filed_text: str):
         self.accession = accession
         self.form = form
         self.filed = filed
+        self.filed_text = filed_text
         self.zeros: dict[str, Counter[int]] = defaultdict(Counter)
+        self._precision: dict[str, int] = {}
 
     def precision(self, unit: str) -> int:
-        counts = self.zeros.get(unit)
-        if not counts:
-            return 0
-        return max(counts.items(), key=lambda kv: (kv[1], -kv[0]))[0]
+        """The usual trailing zeros of the unit's values, once per unit (asked per row;
+        only after the whole file is read, when ``zeros`` is complete)."""
+        if unit not in self._precision:
+            counts = self.zeros.get(unit)
+            self._precision[unit] = max(counts.items(), key=lambda kv: (kv[1], -kv[0]))[0] if counts else 0
+        return self._precision[unit]
 
 
 _ROW_DEPTH = 6  # facts > taxonomy > concept > "units" > unit > row index
@@ -270,15 +272,18 @@ def _build(event: str, value: Any, events: Iterator[tuple[str, Any]]) -> Any:
                 key = value
             elif event == "end_map":
                 return built
-            else:
-                built[key] = _build(event, value, events)
+            else:  # a scalar is its own value: no call for it (most of a row's values)
+                built[key] = _build(event, value, events) if event in _OPENS else value
     if event == "start_array":
         items: list[Any] = []
         for event, value in events:
             if event == "end_array":
                 return items
-            items.append(_build(event, value, events))
+            items.append(_build(event, value, events) if event in _OPENS else value)
     return value
+
+
+_OPENS = frozenset({"start_map", "start_array"})
 
 
 def _check_nesting(location: tuple[str | int, ...], event: str, file: str) -> None:
@@ -303,23 +308,63 @@ def _check_units(seen: bool, keys: list[str | int], file: str) -> None:
         raise InputError(f"{file}: {keys[1]}:{keys[2]}", "missing key 'units'")
 
 
-def _check_row(row: Any, where: str) -> tuple[Period, Decimal, str, str, dt.date]:
-    if not isinstance(row, dict):
-        raise InputError(where, f"row must be an object, got {type(row).__name__}")
-    for key in _REQUIRED:
-        if key not in row:
-            raise InputError(where, f"missing key {key!r}")
-    value = _value(row["val"], where)
-    end = av.parse_date(row["end"], f"{where}: end")
-    start = av.parse_date(row["start"], f"{where}: start") if row.get("start") is not None else None
-    if start is not None and start > end:
-        raise InputError(where, f"impossible period: start {start} is after end {end}")
-    accession = _text(row, "accn", where)
-    if not _ACCESSION.match(accession):
-        raise InputError(where, f"accn {accession!r} is not an accession number (0000000000-00-000000)")
-    form = _text(row, "form", where)
-    filed = av.parse_date(row["filed"], f"{where}: filed")
-    return Period(start=start, end=end), value, accession, form, filed
+class _Rows:
+    """The row checks, remembering what a file repeats: each distinct unit, date text and
+    filing is checked once, not once per row (Tesla's 17,718 rows name 11 units, 239
+    dates and 50 filings). Errors are raised with ``where`` relative to the row
+    ("" or ": end"); the caller names the file and row (see :func:`_validate`)."""
+
+    def __init__(self) -> None:
+        self.filings: dict[str, _Filing] = {}
+        self._units: set[str] = set()
+        self._dates: dict[str, str] = {}  # a checked date text -> its ISO text
+
+    def check(self, row: Any, unit: str) -> tuple[_Filing, str | None, str, Decimal]:
+        """The row's filing, ISO start (or None) and end, and exact value."""
+        if unit not in self._units:
+            check_unit(unit, "")
+            self._units.add(unit)
+        if not isinstance(row, dict):
+            raise InputError("", f"row must be an object, got {type(row).__name__}")
+        for key in _REQUIRED:
+            if key not in row:
+                raise InputError("", f"missing key {key!r}")
+        value = _value(row["val"], "")
+        end = self._date(row["end"], ": end")
+        start = row.get("start")
+        if start is not None:
+            start = self._date(start, ": start")
+            if start > end:  # ISO texts order as the dates do
+                raise InputError("", f"impossible period: start {start} is after end {end}")
+        return self._filing(row), start, end, value
+
+    def _date(self, text: Any, where: str) -> str:
+        """The ISO text of a date text (checked the first time it is seen)."""
+        iso = self._dates.get(text) if isinstance(text, str) else None
+        if iso is None:
+            iso = av.parse_date(text, where).isoformat()
+            self._dates[text] = iso
+        return iso
+
+    def _filing(self, row: dict[str, Any]) -> _Filing:
+        """The row's accession, form and filing date, one per accession across the file."""
+        filing = self.filings.get(row["accn"]) if isinstance(row["accn"], str) else None
+        if filing is not None and row["form"] == filing.form and row["filed"] == filing.filed_text:
+            return filing  # as an earlier row of this accession had them: checked then
+        accession = _text(row, "accn", "")
+        if not _ACCESSION.match(accession):
+            raise InputError("", f"accn {accession!r} is not an accession number (0000000000-00-000000)")
+        form = _text(row, "form", "")
+        filed = dt.date.fromisoformat(self._date(row["filed"], ": filed"))
+        if filing is None:
+            filing = self.filings[accession] = _Filing(accession, form, filed, row["filed"])
+        elif (filing.form, filing.filed) != (form, filed):
+            raise InputError(
+                "",
+                f"accession {accession} is form {form} filed {filed} here but "
+                f"{filing.form} filed {filing.filed} in an earlier row",
+            )
+        return filing
 
 
 def _validate(path: str | Path, spool: Spool) -> tuple[int, str, dict[str, _Filing], int]:
@@ -327,28 +372,19 @@ def _validate(path: str | Path, spool: Spool) -> tuple[int, str, dict[str, _Fili
     the first problem raises before anything is written."""
     file = str(path)
     top: dict[str, Any] = {}
-    filings: dict[str, _Filing] = {}
+    checks = _Rows()
     rows = 0
     for location, row in _stream(path):
         if len(location) == 1:
             top[str(location[0])] = row
             continue
         _, taxonomy, concept, _, unit, index = location
-        where = f"{file}: {taxonomy}:{concept} [{unit}] row {index}"
-        check_unit(unit, where)
-        period, value, accession, form, filed = _check_row(row, where)
-        filing = filings.get(accession)
-        if filing is None:
-            filing = filings[accession] = _Filing(accession, form, filed)
-        elif (filing.form, filing.filed) != (form, filed):
-            raise InputError(
-                where,
-                f"accession {accession} is form {form} filed {filed} here but "
-                f"{filing.form} filed {filing.filed} in an earlier row",
-            )
-        spool.add(accession, Row(str(taxonomy), str(concept), str(unit),
-                                 period.start.isoformat() if period.start else None,
-                                 period.end.isoformat(), value))
+        try:
+            filing, start, end, value = checks.check(row, unit)
+        except InputError as exc:  # named here, not built for every row that passes
+            raise InputError(f"{file}: {taxonomy}:{concept} [{unit}] row {index}{exc.where}",
+                             exc.reason) from None
+        spool.add(filing.accession, Row(taxonomy, concept, unit, start, end, value))
         zeros = _trailing_zeros(value)
         if zeros is not None:
             filing.zeros[unit][zeros] += 1
@@ -361,7 +397,7 @@ def _validate(path: str | Path, spool: Spool) -> tuple[int, str, dict[str, _Fili
     if not isinstance(name, str) or not name.strip():
         raise InputError(f"{file}: entityName", f"must be a non-empty string, got {name!r}")
     spool.seal()
-    return cik, name.strip(), filings, rows
+    return cik, name.strip(), checks.filings, rows
 
 
 def _submissions(path: str | Path, cik: int) -> tuple[dict[str, str], tuple[str, ...], bool]:
@@ -498,6 +534,7 @@ def _facts(spool: Spool, filing: _Filing, entity: str, reround: bool) -> tuple[l
     items: list[FactIn] = []
     seen: set[tuple[str, Decimal]] = set()
     rerounded = duplicates = 0
+    periods = _Periods()
     for row, key in zip(rows, keys, strict=True):
         value = row.value
         earlier = current.get(key)
@@ -510,10 +547,21 @@ def _facts(spool: Spool, filing: _Filing, entity: str, reround: bool) -> tuple[l
         seen.add((key, value))
         if current.get(key) != value:
             current[key] = changed[key] = value
-        period = Period(start=dt.date.fromisoformat(row.start) if row.start else None,
-                        end=dt.date.fromisoformat(row.end))
         items.append(FactIn(entity=entity, attribute=f"{row.taxonomy}:{row.concept}", unit=row.unit,
-                            period=period, value=value, sources=(filing.accession,)))
+                            period=periods.of(row.start, row.end), value=value,
+                            sources=(filing.accession,)))
     if reround:
         spool.keep_current(changed)  # only what moved: the rest is in the spool already
     return items, rerounded, duplicates
+
+
+class _Periods(dict[tuple[str | None, str], Period]):
+    """One Period per (start, end) of a filing: its rows report a few periods for many
+    concepts, and a Period is immutable, so its FactIns share them."""
+
+    def of(self, start: str | None, end: str) -> Period:
+        period = self.get((start, end))
+        if period is None:
+            period = self[start, end] = Period(start=dt.date.fromisoformat(start) if start else None,
+                                               end=dt.date.fromisoformat(end))
+        return period

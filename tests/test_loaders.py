@@ -234,6 +234,18 @@ def _start_after_end(data):
     _revenue_row(data)["start"] = "2025-01-01"
 
 
+def _other_form(data):
+    _revenue_row(data)["form"] = "20-F/A"
+
+
+def _other_filed(data):
+    _revenue_row(data)["filed"] = "2025-04-03"
+
+
+def _bad_filed(data):
+    _revenue_row(data)["filed"] = "2025-02-30"
+
+
 def _unknown_unit(data):
     units = data["facts"]["ifrs-full"]["Revenue"]["units"]
     units["XYZ"] = units.pop("USD")
@@ -246,8 +258,15 @@ def _unknown_unit(data):
         (_string_value, "ifrs-full:Revenue [USD] row 5", "val must be a number"),
         (_start_after_end, "ifrs-full:Revenue [USD] row 5", "start 2025-01-01 is after end"),
         (_unknown_unit, "ifrs-full:Revenue [XYZ] row 0", "unknown unit 'XYZ'"),
+        # rows of an accession seen before are checked against it, not only once
+        (_other_form, "ifrs-full:Revenue [USD] row 5",
+         "is form 20-F/A filed 2025-04-02 here but 20-F filed 2025-04-02 in an earlier row"),
+        (_other_filed, "ifrs-full:Revenue [USD] row 5",
+         "is form 20-F filed 2025-04-03 here but 20-F filed 2025-04-02 in an earlier row"),
+        (_bad_filed, "ifrs-full:Revenue [USD] row 5: filed", "not a YYYY-MM-DD date: '2025-02-30'"),
     ],
-    ids=["missing-key", "wrong-type", "start-after-end", "unknown-unit"],
+    ids=["missing-key", "wrong-type", "start-after-end", "unknown-unit", "other-form", "other-filed",
+         "bad-filed"],
 )
 def test_malformed_companyfacts_raise_and_write_nothing(mem, scope, tmp_path, change, where,
                                                         reason):
