@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import neo4j
-from common import StatementClock, log, pct, peak_rss_mb, plan_operators, raw_tx  # noqa: E402 - sibling module of the bench scripts
+from common import StatementClock, drop_tenant, log, pct, peak_rss_mb, plan_operators, raw_tx  # noqa: E402 - sibling module of the bench scripts
 
 import graphmem
 from graphmem import Authority, Entity, FactIn, Memory, Period, Scope, Source
@@ -613,16 +613,6 @@ def fmt_reread(rows: list[dict[str, Any]], code: dict[str, Any]) -> str:
         lines.append(f"as_of p50 growth {rows[0]['versions']} -> {rows[-1]['versions']}: {g:.2f}x "
                      f"[{'ok' if g <= 1.5 else 'MISS'} <= 1.5x]")
     return "\n".join(lines)
-
-
-def drop_tenant(driver: neo4j.Driver, database: str | None, tenant: str) -> float:
-    t = time.perf_counter()
-    while True:
-        n = raw_tx(driver, database, neo4j.WRITE_ACCESS, lambda tx: tx.run(
-            "MATCH (n) WHERE n.tenant = $tenant WITH n LIMIT 5000 DETACH DELETE n "
-            "RETURN count(*) AS n", tenant=tenant).single()["n"])
-        if n == 0:
-            return time.perf_counter() - t
 
 
 def profile(driver: neo4j.Driver, database: str | None, query: str,

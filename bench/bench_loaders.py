@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 import neo4j
-from common import StatementClock, log, pct, peak_rss_mb, plan_operators, raw_tx  # noqa: E402 - sibling module of the bench scripts
+from common import StatementClock, drop_tenant, log, pct, peak_rss_mb, plan_operators, raw_tx  # noqa: E402 - sibling module of the bench scripts
 from graphmem.loaders import availability as av
 from graphmem.loaders import sec
 from neo4j.exceptions import DriverError, Neo4jError
@@ -369,15 +369,6 @@ def raw_cleanup(driver: neo4j.Driver, database: str | None, tag: str) -> float:
     t = time.perf_counter()
     with driver.session(database=database) as session:
         session.run(RAW_DELETE, bench=tag).consume()
-    return time.perf_counter() - t
-
-
-def drop_tenant(driver: neo4j.Driver, database: str | None, tenant: str) -> float:
-    t = time.perf_counter()
-    with driver.session(database=database) as session:
-        session.run("MATCH (n) WHERE n.tenant = $tenant "
-                    "CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 20000 ROWS",
-                    tenant=tenant).consume()
     return time.perf_counter() - t
 
 
