@@ -458,22 +458,15 @@ def test_a_search_that_stops_reading_early_gives_the_exhaustive_page(w):
     assert bounded.explain.removed == everything.explain.removed == {}
 
 
-def test_an_early_stop_never_skips_a_stronger_authority_scoring_lower(w):
+@pytest.mark.parametrize("experiences", [
+    3,  # as many as the page: they would settle it if authority were not checked
+    6,  # more than the page: the search tries the first of them alone first
+])
+def test_an_early_stop_never_skips_a_stronger_authority_scoring_lower(w, experiences):
+    # experiences first in the index, below the top authority, do not settle the page
     w.source("notes", t("2024-05-01"), title="notes")
     w.source("fix", t("2024-05-02"), authority="user_correction", title="the analyst's figure")
-    for i in range(3):
-        w.experience("notes", trigger=f"widget widget widget jam {i}")
-    fixed = w.fact(Decimal(9), "fix", attribute="widget")
-    bounded = w.search("widget", limit=3, cutoff=t("2025-01-01"))
-    everything = w.search("widget", limit=1000, cutoff=t("2025-01-01"))
-    assert bounded.hits[0].memory_id == fixed.version_id
-    _same_page(bounded, everything)
-
-
-def test_memories_first_in_the_index_below_the_top_authority_do_not_settle_the_page(w):
-    w.source("notes", t("2024-05-01"), title="notes")
-    w.source("fix", t("2024-05-02"), authority="user_correction", title="the analyst's figure")
-    for i in range(6):  # more than the page: the search tries them alone first
+    for i in range(experiences):
         w.experience("notes", trigger=f"widget widget widget jam {i}")
     fixed = w.fact(Decimal(9), "fix", attribute="widget")
     bounded = w.search("widget", limit=3, cutoff=t("2025-01-01"))
