@@ -10,7 +10,8 @@ A piece of Cypher that two statements must share word for word (the text a fact 
 found by, written both when a version is created and when it is re-indexed) is a
 fragment: declared under ``// fragment: group.piece`` and pasted, at load, in place of
 each line ``// include: group.piece``. Fragments are not statements: they cannot be
-run on their own, and an include of a name that is not a fragment fails at load.
+run on their own. An include of a name that is neither a fragment nor a statement, or
+includes that form a cycle, fail at load.
 
 A whole statement may be included the same way, to run inside another one (in a
 ``CALL`` subquery) so that one rule keeps one text: ``// include: fact.read
@@ -87,7 +88,8 @@ def resolve(statements: dict[str, str], fragments: dict[str, str]) -> dict[str, 
                     f"{name!r} includes {wanted!r}, which is not a fragment or a statement")
             if wanted in chain:
                 raise QueryCatalogError(f"{name!r}: fragments include each other: {' -> '.join(chain + (wanted,))}")
-            text = expand(wanted, fragments.get(wanted, statements.get(wanted, "")), chain + (wanted,))
+            text = expand(wanted, fragments[wanted] if wanted in fragments else statements[wanted],
+                          chain + (wanted,))
             return bind(name, wanted, text, match["binds"].split())
 
         return _INCLUDE.sub(paste, body)
