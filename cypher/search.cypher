@@ -109,18 +109,19 @@ WITH K, coalesce($cutoff, K) AS C
 // read-your-writes: index every update committed so far before querying
 CALL db.index.fulltext.awaitEventuallyConsistentIndexRefresh()
 CALL (K, C) {
-  CALL db.index.fulltext.queryNodes('graphmem_search_text', $lucene) YIELD node AS n, score
-  WITH collect([n, score]) AS found
   // Early termination. The index streams hits by text score; ranking is authority, then
-  // score, then recency. No memory of the tenant ranks above its strongest source (`top`,
-  // from the end of an index). With $lazy, the hits are ordered by score, then by
-  // availability (those not public by C last: they cannot rank), and only those up to
-  // the end of the (score, availability) of the 1.5 x $limit-th that may be kept (`able`:
-  // an experience or fact of a type asked for, public by C - a guess of how far to read,
-  // which the check below makes safe) are evaluated (`upto`), with the other matched
-  // versions of the fact keys met there (their recency and id count in the key's rank).
-  // Every hit after them ranks no better than (`top`, the `frontier`'s score and
-  // availability): once $limit hits rank strictly above that, the page is settled
+  // score, then recency, then id. No memory of the tenant ranks above its strongest
+  // source (`top`, from the end of an index), and none without a source - a task state,
+  // a candidate, a type not asked for (`able` false) - ranks above one that has it. A
+  // fact key ranks by the best score, the latest availability and the smallest id of
+  // its matched versions (not always one version's), so the hits are grouped into
+  // units - a fact key with its matched versions, or one other memory - each with that
+  // best score, latest availability public by C (`never` if none: it cannot rank) and
+  // smallest id: a bound of the unit's rank. With $lazy, units are ordered by (able,
+  // bound), and only the first of them up to the 1.5 x $limit-th able unit public by C
+  // are evaluated (a guess of how far to read, which the check below makes safe). Every
+  // unit after them ranks no better than `top` with the `frontier`'s score,
+  // availability and id: once $limit hits rank strictly above that, the page is settled
   // (graphmem/search.py checks, after the read rule); if not, the search asks again with
   // $lazy false and every hit is evaluated.
   OPTIONAL CALL () {
@@ -129,36 +130,29 @@ CALL (K, C) {
     WITH s ORDER BY s.tenant DESC, s.authority_rank DESC LIMIT 1
     RETURN s.authority_rank AS top
   }
-  WITH found, coalesce(top, 0) AS top, -4611686018427387904 AS never
-  CALL (found, C, never) {
-    UNWIND found AS h
-    WITH h, CASE WHEN NOT $lazy THEN never WHEN h[0].available_by <= C
-                 THEN h[0].available_by.epochMillis ELSE never END AS at
-    ORDER BY h[1] DESC, at DESC
-    RETURN collect([h[0], h[1], at]) AS ordered
+  WITH coalesce(top, 0) AS top, -4611686018427387904 AS never
+  CALL (C, never) {
+    WITH C, never, 'fact' IN $types AS facts, 'experience' IN $types AS experiences
+    CALL db.index.fulltext.queryNodes('graphmem_search_text', $lucene) YIELD node AS n, score
+    WITH C, never, facts, experiences, n, score, n.key_uid AS key,
+         CASE WHEN $lazy THEN n.available_by END AS at
+    WITH coalesce(key, n) AS unit,  // only a fact version has a key
+         coalesce(key, n.memory_id) AS tie,
+         CASE WHEN key IS NULL THEN experiences AND n:Experience ELSE facts END AS asked,
+         max(score) AS score, max(CASE WHEN at <= C THEN at.epochMillis ELSE never END) AS at,
+         collect([n, score]) AS hits
+    WITH score, at, tie, hits, asked AND at > never AS able
+    ORDER BY able DESC, score DESC, at DESC, tie
+    RETURN collect([score, at, tie, able, hits]) AS units, sum(size(hits)) AS matched
   }
-  WITH ordered, top, COLLECT {  // the first of them, read no further than needed
-         UNWIND range(0, size(ordered) - 1) AS i
-         WITH i WHERE $lazy AND top > 0 AND ordered[i][2] > never
-                  AND (ordered[i][0]:Fact AND 'fact' IN $types
-                       OR ordered[i][0]:Experience AND 'experience' IN $types)
-         RETURN i LIMIT coalesce($limit + $limit / 2, 0)
-       } AS able
-  WITH ordered, top, able, reduce(last = -1, i IN able | CASE WHEN i > last THEN i ELSE last END)
-                            AS last
-  WITH ordered, top,
-       CASE WHEN NOT $lazy OR $limit IS NULL OR size(able) < $limit + $limit / 2
-              THEN size(ordered)
-            ELSE coalesce(head([j IN range(last + 1, size(ordered) - 1)
-                                WHERE ordered[j][1] <> ordered[last][1]
-                                   OR ordered[j][2] <> ordered[last][2]]), size(ordered))
-       END AS upto
-  WITH ordered, top, upto, [h IN ordered[..upto] WHERE h[0]:Fact | h[0].key_uid] AS met
-  WITH ordered, top, upto,
-       CASE WHEN upto < size(ordered) THEN ordered[upto][1..] END AS frontier,
-       ordered[..upto] + CASE WHEN size(met) = 0 THEN []
-                              ELSE [h IN ordered[upto..] WHERE h[0]:Fact AND h[0].key_uid IN met]
-                         END AS evaluated
+  WITH top, matched, units, $limit + $limit / 2 AS enough
+  WITH top, matched, units,
+       CASE WHEN $lazy AND top > 0 AND enough <= size(units) AND units[enough - 1][3]
+            THEN enough ELSE size(units) END AS upto
+  WITH matched, CASE WHEN upto < size(units)
+                     THEN [CASE WHEN units[upto][3] THEN top ELSE 0 END] + units[upto][..3]
+                END AS frontier,
+       COLLECT { UNWIND units[..upto] AS u UNWIND u[4] AS hit RETURN hit } AS evaluated
   CALL (evaluated, K, C) {
     UNWIND evaluated AS hit
     WITH hit[0] AS n, hit[1] AS score
@@ -240,15 +234,14 @@ CALL (K, C) {
     CALL (versions) {
       UNWIND versions AS v
       WITH v.key AS uid, max(v.rank) AS rank, max(v.score) AS score, max(v.at) AS at,
-           min(v.id) AS tie, collect([v.id, v.score, v.at]) AS matched
-      ORDER BY rank DESC, score DESC, at DESC, tie
-      WITH collect({uid: uid, rank: rank, score: score, at: at, tie: tie, matched: matched})
-             AS keys
+           collect([v.id, v.score, v.at]) AS matched
+      ORDER BY rank DESC, score DESC, at DESC, uid
+      WITH collect({uid: uid, rank: rank, score: score, at: at, matched: matched}) AS keys
       RETURN size(keys) AS key_count, keys[..coalesce($keys, size(keys))] AS keys
     }
     RETURN best, reasons, dropped, ranked, size(versions) AS fact_versions, key_count, keys
   }
-  RETURN size(ordered) AS matched, size(ordered) - size(evaluated) AS skipped, top, frontier,
+  RETURN matched, matched - size(evaluated) AS skipped, frontier,
          best, reasons, dropped, ranked, fact_versions, key_count, keys
 }
 // The first batch of the read rule, in this statement: the keys that would fill the
@@ -257,23 +250,23 @@ CALL (K, C) {
 // the $limit-th experience or task state (the rule removes a key whole often enough - a
 // figure restated in a later filing - that a second statement costs more than a few more
 // rows); every key for a trace. Read by uid at (C, K) - fact.read itself, included.
-WITH K, C, matched, skipped, top, frontier, best, reasons, dropped, ranked, fact_versions,
+WITH K, C, matched, skipped, frontier, best, reasons, dropped, ranked, fact_versions,
      key_count, keys, ranked[$limit - 1] AS floor,
      [i IN range(0, size(keys) - 1)
       WHERE i + size([m IN ranked WHERE m.rank > keys[i].rank OR m.rank = keys[i].rank AND (
                         m.score > keys[i].score OR m.score = keys[i].score AND (
-                          m.at > keys[i].at OR m.at = keys[i].at AND m.id < keys[i].tie))])
+                          m.at > keys[i].at OR m.at = keys[i].at AND m.id < keys[i].uid))])
             < $limit] AS placed
-WITH K, C, matched, skipped, top, frontier, best, reasons, dropped, ranked, fact_versions,
+WITH K, C, matched, skipped, frontier, best, reasons, dropped, ranked, fact_versions,
      key_count, keys,
      CASE WHEN NOT $read THEN []
           WHEN $limit IS NULL THEN keys
           ELSE [k IN keys WHERE floor IS NULL OR k.rank > floor.rank OR k.rank = floor.rank AND (
                   k.score > floor.score OR k.score = floor.score AND (
-                    k.at > floor.at OR k.at = floor.at AND k.tie < floor.tie))
+                    k.at > floor.at OR k.at = floor.at AND k.uid < floor.id))
                ][..size(placed) + size(placed) / 2]
      END AS first
-WITH K, C, matched, skipped, top, frontier, best, reasons, dropped, ranked, fact_versions,
+WITH K, C, matched, skipped, frontier, best, reasons, dropped, ranked, fact_versions,
      key_count, keys, first,
      [i IN range(0, size(first) - 1) | {
        i: i, uid: first[i].uid, entity: null, attribute: null, unit: null, definition: null,
@@ -285,7 +278,7 @@ WITH K, C, matched, skipped, top, frontier, best, reasons, dropped, ranked, fact
        AS shown
 RETURN K.epochSeconds * 1000000 + K.nanosecond / 1000 AS known_at,
        C.epochSeconds * 1000000 + C.nanosecond / 1000 AS cutoff,
-       matched, skipped, top, frontier, best, reasons, dropped AS removed, fact_versions,
+       matched, skipped, frontier, best, reasons, dropped AS removed, fact_versions,
        key_count,
        [m IN ranked | [m.id, m.type, m.score, m.at, m.rank]] AS memories,
        [k IN keys | [k.uid, k.rank, k.matched]] AS keys,

@@ -64,7 +64,7 @@ English stop words are ignored; a text of stop words only is refused.
 authority tier first (user_correction > primary > derived > inference > none - a task
 state has no evidence, so no authority), then the full-text score (shown normalised to
 the best-scoring match), then recency (``available_by`` closest to the cutoff), then
-the memory id (for a fact key: the smallest id among its matched versions kept).
+an id that only makes the order total: a fact key's uid, another memory's own id.
 Authority is a tier, not a weight: no amount of keyword stuffing lets a low-authority
 memory outrank a primary one (the poisoning defence), and within a tier the text decides.
 """
@@ -105,7 +105,8 @@ FILTERS = ("type", "entity", "task", "known_at", "erased", "candidate", "cutoff"
 STATUS = frozenset({"erased", "candidate", "invalidated", "retracted", "outranked",
                     "superseded"})
 RANKING = ("authority tier (user_correction > primary > derived > inference > none), then "
-           "full-text score, then recency (available_by closest to the cutoff), then memory id")
+           "full-text score, then recency (available_by closest to the cutoff), then id (a fact "
+           "key's uid, another memory's own id)")
 # Lucene's English stop words (the english analyzer drops them).
 STOP_WORDS = frozenset((
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is",
@@ -188,10 +189,10 @@ def make_query(scope: Scope, *, text: str | None, match: str, types: Any, entity
 
 @dataclass
 class _Hit:
-    """A kept memory and what it ranks by. For a fact key, ``score``, ``available_ms`` and
-    ``tie`` are those of its matched versions the read rule kept (the best score, the
-    latest availability, the smallest id), so that each has a bound known before the
-    rule runs: the best over all its matched versions."""
+    """A kept memory and what it ranks by. For a fact key, ``score`` and ``available_ms``
+    are those of its matched versions the read rule kept (the best score, the latest
+    availability), so that each has a bound known before the rule runs: the best over all
+    its matched versions; ``tie`` is the key's uid (a memory's: its id)."""
 
     type: MemoryType
     memory_id: str
@@ -285,9 +286,9 @@ def _evaluate(tx: Tx, scope: Scope, q: dict[str, Any], *, lazy: bool,
     keys = _keys(row["keys"])
     # the first batch, read by search.hits itself
     _read(ev, {k: keys[k][1] for k in row["read"]}, row["answers"], cutoff)
-    pending = sorted(set(keys) - set(row["read"]), key=lambda k: _bound(keys[k]))
+    pending = sorted(set(keys) - set(row["read"]), key=lambda k: _bound(k, keys[k]))
     left = row["key_count"] - len(keys)  # keys search.hits did not return: none of
-    last = _bound(keys[row["keys"][-1][0]]) if keys else None  # them has a better bound
+    last = _bound(*list(keys.items())[-1]) if keys else None  # them has a better bound
     size = 2 * limit
     while pending or left:
         if not pending:  # every key returned is read
@@ -296,31 +297,28 @@ def _evaluate(tx: Tx, scope: Scope, q: dict[str, Any], *, lazy: bool,
             if row["skipped"]:
                 return None  # rather than every key of some hits, every hit
             more = _keys(hits(None, False)["keys"])  # the next may still rank: all of them
-            pending = sorted(set(more) - set(keys), key=lambda k: _bound(more[k]))
+            pending = sorted(set(more) - set(keys), key=lambda k: _bound(k, more[k]))
             keys, left = more, 0
             continue
         # only keys whose bound is above the limit-th rank so far can still enter (the
         # other memories may settle the limit before any fact key is read)
         reach = len(pending) if len(ev.ranked) < limit else bisect.bisect_left(
-            pending, ev.ranked[limit - 1].key(), key=lambda k: _bound(keys[k]))
+            pending, ev.ranked[limit - 1].key(), key=lambda k: _bound(k, keys[k]))
         if not reach:
             break
         batch, pending = pending[:min(size, reach)], pending[min(size, reach):]
         size *= 2
         _read(ev, {k: keys[k][1] for k in batch}, _answers(tx, scope, batch, cutoff, known_at,
                                                            req), cutoff)
-    if row["skipped"] and not _settled(ev, limit, row["top"], row["frontier"]):
+    if row["skipped"] and not _settled(ev, limit, row["frontier"]):
         return None
     return ev
 
 
-def _settled(ev: Evaluation, limit: int, top: int, frontier: list[Any]) -> bool:
-    """Whether ``limit`` hits rank strictly above every hit left unevaluated, which at best
-    has the tenant's top authority and the frontier's score and availability (and any id:
-    a fact key takes its id from any of its versions)."""
-    score, available_ms = frontier
-    return len(ev.ranked) >= limit and (
-        ev.ranked[limit - 1].key()[:3] < _key(top, score, available_ms, "")[:3])
+def _settled(ev: Evaluation, limit: int, frontier: list[Any]) -> bool:
+    """Whether ``limit`` hits rank strictly above every hit left unevaluated: at best, the
+    ``frontier`` (search.hits: an authority bound, a score, an availability, an id)."""
+    return len(ev.ranked) >= limit and ev.ranked[limit - 1].key() < _key(*frontier)
 
 
 def _keys(rows: list[list[Any]]) -> dict[str, Key]:
@@ -329,12 +327,12 @@ def _keys(rows: list[list[Any]]) -> dict[str, Key]:
             for uid, rank, matched in rows}
 
 
-def _bound(key: Key) -> tuple[Any, ...]:
+def _bound(uid: str, key: Key) -> tuple[Any, ...]:
     """The best rank key a fact key could reach, whatever the read rule keeps: its
-    strongest source, its best text score, its latest availability, its smallest id."""
+    strongest source, its best text score, its latest availability, its uid."""
     rank, matched = key
     return _key(rank, max(s for s, _ in matched.values()), max(a for _, a in matched.values()),
-                min(matched))
+                uid)
 
 
 def _answers(tx: Tx, scope: Scope, uids: list[str], cutoff: dt.datetime,
@@ -356,7 +354,8 @@ def _read(ev: Evaluation, keys: dict[str, dict[str, tuple[float, int]]],
     each matched version it removed is counted under its reason."""
     order = list(keys)
     for row in answers:
-        matched = keys[order[row["i"]]]
+        uid = order[row["i"]]
+        matched = keys[uid]
         stage = {x["version_id"]: x["by"] for x in row["removed"]}
         kept = [vid for vid in matched if stage.get(vid) is None]
         for vid in matched:
@@ -371,7 +370,7 @@ def _read(ev: Evaluation, keys: dict[str, dict[str, tuple[float, int]]],
         ev.ranked.append(_Hit(
             "fact", shown[0].version_id, max(matched[v][0] for v in kept),
             max((v.authority.rank if v.authority else 0) for v in shown),
-            max(matched[v][1] for v in kept), min(kept), answer))
+            max(matched[v][1] for v in kept), uid, answer))
     ev.ranked.sort(key=_Hit.key)
 
 

@@ -458,6 +458,25 @@ def test_a_search_that_stops_reading_early_gives_the_exhaustive_page(w):
     assert bounded.explain.removed == everything.explain.removed == {}
 
 
+def test_an_early_stop_bounds_a_fact_key_by_all_its_versions(w):
+    # a conflicted key ranks by its older version's score and its later version's
+    # recency: above four facts that each of its versions alone ranks below
+    w.source("old", t("2024-01-01"), title="widget widget widget")
+    w.source("mid", t("2024-01-02"), title="widget widget widget")
+    w.source("new", t("2024-01-04"), title="widget")
+    w.fact(Decimal(1), "old")
+    conflicted = w.fact(Decimal(2), "new")
+    for period in (Q2, Q3, Q4):
+        w.fact(Decimal(5), "mid", period=period)
+    w.fact(Decimal(5), "mid", attribute="margin")
+    bounded = w.search("widget", limit=2, cutoff=t("2024-06-01"))
+    everything = w.search("widget", limit=1000, cutoff=t("2024-06-01"))
+    assert everything.hits[0].status == "conflicted"
+    assert conflicted.version_id in everything.hits[0].memory_ids
+    _same_page(bounded, everything)
+    assert bounded.explain.unevaluated == 2  # read: the key and two of the four (by uid)
+
+
 @pytest.mark.parametrize("experiences", [
     3,  # as many as the page: they would settle it if authority were not checked
     6,  # more than the page: the search tries the first of them alone first
@@ -490,7 +509,9 @@ def test_memories_first_in_the_index_that_the_filters_remove_do_not_settle_the_p
     assert bounded.explain.removed == everything.explain.removed == {"retracted": 6}
 
 
-def test_an_early_stop_whose_best_memories_are_filtered_reads_on(w):
+def test_memories_not_public_at_the_cutoff_are_passed_over_by_an_early_stop(w):
+    # the three best-scoring experiences cannot rank: they are ordered after every memory
+    # that can, and left unevaluated; the exhaustive search removes them by the cutoff
     w.source("notes", t("2024-05-01"), title="notes")
     w.source("late", t("2024-09-01"), title="late notes")
     w.source("10q", t("2024-05-01"), publisher="cik:1")
@@ -503,7 +524,8 @@ def test_an_early_stop_whose_best_memories_are_filtered_reads_on(w):
     everything = w.search("widget", limit=1000, cutoff=t("2024-06-01"))
     assert [h.type for h in everything.hits] == ["experience"] + ["fact"] * 3
     _same_page(bounded, everything)
-    assert bounded.explain.removed == everything.explain.removed == {"cutoff": 3}
+    assert everything.explain.removed == {"cutoff": 3}
+    assert (bounded.explain.removed, bounded.explain.unevaluated) == ({}, 3)
 
 
 # ------------------------------------------------------------------ scope and input
