@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from graphmem.errors import QueryCatalogError
-from graphmem.queries import QUERIES, parse, resolve
+from graphmem.queries import QUERIES, compact, parse, resolve
 
 
 def test_duplicate_name_is_refused():
@@ -63,6 +63,15 @@ def test_search_runs_the_read_rule_itself_not_a_copy():
     read_rule = QUERIES["fact.read"].replace("$reads", "reads").replace("$times", "times")
     assert read_rule.replace("$brief", "false") in QUERIES["search.hits"]
     assert "// include" not in QUERIES["search.hits"]
+
+
+def test_the_server_gets_statements_without_comments_but_strings_intact():
+    text = ("MATCH (n) // a comment\n    // a comment line\n\n  WHERE n.uri = 'https://x//y'"
+            " AND n.note = \"say \\\"//\\\" \"\n  RETURN n.`odd//name`, 'two\n  lines' // end")
+    assert compact(text) == ("MATCH (n)\nWHERE n.uri = 'https://x//y' AND n.note = \"say \\\"//\\\" \"\n"
+                             "RETURN n.`odd//name`, 'two\n  lines'")
+    assert not [name for name, body in QUERIES.items()
+                if any(line.startswith("//") for line in body.splitlines())]
 
 
 def test_unknown_name_suggests_close_ones():
