@@ -110,20 +110,18 @@ WITH K, coalesce($cutoff, K) AS C
 CALL db.index.fulltext.awaitEventuallyConsistentIndexRefresh()
 CALL (K, C) {
   // Early termination. The index streams hits by text score; ranking is authority, then
-  // score, then recency, then id. No memory of the tenant ranks above its strongest
-  // source (`top`, from the end of an index), and none without a source - a task state,
-  // a candidate, a type not asked for (`able` false) - ranks above one that has it. A
-  // fact key ranks by the best score, the latest availability and the smallest id of
-  // its matched versions (not always one version's), so the hits are grouped into
-  // units - a fact key with its matched versions, or one other memory - each with that
-  // best score, latest availability public by C (`never` if none: it cannot rank) and
-  // smallest id: a bound of the unit's rank. With $lazy, units are ordered by (able,
-  // bound), and only the first of them up to the 1.5 x $limit-th able unit public by C
-  // are evaluated (a guess of how far to read, which the check below makes safe). Every
-  // unit after them ranks no better than `top` with the `frontier`'s score,
-  // availability and id: once $limit hits rank strictly above that, the page is settled
-  // (graphmem/search.py checks, after the read rule); if not, the search asks again with
-  // $lazy false and every hit is evaluated.
+  // score, then recency, then id (a fact key ranks by its best matched version kept:
+  // its score, then its availability; its id is the key's uid). No memory of the tenant
+  // ranks above its strongest source (`top`, from the end of an index), and none
+  // without a source - a task state, a candidate, a type not asked for, anything not
+  // public by C (`able` false) - ranks above one that has it. With $lazy, the hits are
+  // ordered by (able, score, availability, id), and only those before the 1.5 x
+  // $limit-th able hit are evaluated (a guess of how far to read, which the check below
+  // makes safe). Every hit after them - and so every fact key whose matched versions
+  // all come after them - ranks no better than the `frontier` (`top`, or 0 if it is
+  // not able, with its score, availability and id): once $limit hits rank strictly
+  // above that, the page is settled (graphmem/search.py checks, after the read rule);
+  // if not, the search asks again with $lazy false and every hit is evaluated.
   OPTIONAL CALL () {
     MATCH (s:Source) USING INDEX s:Source(tenant, authority_rank)
     WHERE s.tenant = $tenant AND s.authority_rank IS NOT NULL
@@ -134,25 +132,23 @@ CALL (K, C) {
   CALL (C, never) {
     WITH C, never, 'fact' IN $types AS facts, 'experience' IN $types AS experiences
     CALL db.index.fulltext.queryNodes('graphmem_search_text', $lucene) YIELD node AS n, score
-    WITH C, never, facts, experiences, n, score, n.key_uid AS key,
+    WITH C, never, facts, experiences, n, score, n.key_uid AS key,  // a fact version's
          CASE WHEN $lazy THEN n.available_by END AS at
-    WITH coalesce(key, n) AS unit,  // only a fact version has a key
-         coalesce(key, n.memory_id) AS tie,
-         CASE WHEN key IS NULL THEN experiences AND n:Experience ELSE facts END AS asked,
-         max(score) AS score, max(CASE WHEN at <= C THEN at.epochMillis ELSE never END) AS at,
-         collect([n, score]) AS hits
-    WITH score, at, tie, hits, asked AND at > never AS able
-    ORDER BY able DESC, score DESC, at DESC, tie
-    RETURN collect([score, at, tie, able, hits]) AS units, sum(size(hits)) AS matched
+    WITH n, score, coalesce(key, n.memory_id) AS id,
+         CASE WHEN at <= C THEN at.epochMillis ELSE never END AS at,
+         CASE WHEN key IS NULL THEN experiences AND n:Experience ELSE facts END AS asked
+    WITH n, score, at, id, asked AND at > never AS able
+    ORDER BY able DESC, score DESC, at DESC, id
+    RETURN collect([n, score, at, id, able]) AS ordered
   }
-  WITH top, matched, units, $limit + $limit / 2 AS enough
-  WITH top, matched, units,
-       CASE WHEN $lazy AND top > 0 AND enough <= size(units) AND units[enough - 1][3]
-            THEN enough ELSE size(units) END AS upto
-  WITH matched, CASE WHEN upto < size(units)
-                     THEN [CASE WHEN units[upto][3] THEN top ELSE 0 END] + units[upto][..3]
-                END AS frontier,
-       COLLECT { UNWIND units[..upto] AS u UNWIND u[4] AS hit RETURN hit } AS evaluated
+  WITH top, ordered, $limit + $limit / 2 AS enough
+  WITH top, ordered,
+       CASE WHEN $lazy AND top > 0 AND enough <= size(ordered) AND ordered[enough - 1][4]
+            THEN enough ELSE size(ordered) END AS upto
+  WITH size(ordered) AS matched, ordered[..upto] AS evaluated,
+       CASE WHEN upto < size(ordered)
+            THEN [CASE WHEN ordered[upto][4] THEN top ELSE 0 END] + ordered[upto][1..4]
+       END AS frontier
   CALL (evaluated, K, C) {
     UNWIND evaluated AS hit
     WITH hit[0] AS n, hit[1] AS score
@@ -233,8 +229,10 @@ CALL (K, C) {
     }
     CALL (versions) {
       UNWIND versions AS v
-      WITH v.key AS uid, max(v.rank) AS rank, max(v.score) AS score, max(v.at) AS at,
+      WITH v ORDER BY v.score DESC, v.at DESC  // a key's best version first
+      WITH v.key AS uid, max(v.rank) AS rank, head(collect([v.score, v.at])) AS best,
            collect([v.id, v.score, v.at]) AS matched
+      WITH uid, rank, best[0] AS score, best[1] AS at, matched
       ORDER BY rank DESC, score DESC, at DESC, uid
       WITH collect({uid: uid, rank: rank, score: score, at: at, matched: matched}) AS keys
       RETURN size(keys) AS key_count, keys[..coalesce($keys, size(keys))] AS keys

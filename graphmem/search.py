@@ -15,9 +15,9 @@ One read, three steps, nothing ranked or cut before every filter ran:
 Step 2 costs one read-rule evaluation per fact key, so it runs in batches, best
 candidates first: the keys that would fill the page if the rule kept them all and half
 as many again, then twice the limit, doubling. Before the rule runs, each key's rank
-has a bound - its strongest source's authority, its best text score, its latest
-availability, its smallest version id, over the versions that matched - which the
-read rule's answer can only equal or fall below. Once ``limit`` hits rank strictly
+has a bound - its strongest source's authority, then the score and availability of its
+best matched version, then its uid - which the read rule's answer can only equal or
+fall below. Once ``limit`` hits rank strictly
 above the best bound left, the remaining keys cannot reach the result whatever their
 status and are not evaluated (``explain.unevaluated`` counts their versions;
 ``explain.removed`` then covers the evaluated ones). This is checked before every batch,
@@ -28,16 +28,17 @@ place in the result, and no memory that passes the filters is displaced.
 
 **Early termination.** The full-text index matches hundreds of memories for a broad
 query (a ticker), by text score. No memory of a tenant can rank above the tenant's
-strongest source (its authority is read from the end of an index), so a hit ranks no
-better than (that authority, its score, its availability). ``search.hits`` orders the
-hits by score, then availability, and first evaluates only those up to the end of the
-(score, availability) of the 1.5 x ``limit``-th experience or fact public by the cutoff,
-plus the other matched versions of the fact keys met there (their recency and id count
-in their key's rank). Once the read rule has run, if ``limit`` hits rank strictly above
-(top authority, score and availability of the first hit left), nothing left can reach
-the page, and it stays unevaluated (``explain.unevaluated`` counts it; ``removed`` and
-``kept`` count the evaluated hits). If not, the search asks again and evaluates every
-hit. Either way the page is the one an exhaustive evaluation gives.
+strongest source (its authority is read from the end of an index), and none without a
+source (a task state) or not public by the cutoff ranks above one that has one; so a
+hit ranks no better than (that authority or none, its score, its availability, its id -
+a fact version's is its key's uid). A fact key ranks by one of its matched versions, so
+it ranks no better than its best one. ``search.hits`` orders the hits by those bounds
+and first evaluates only the hits before the 1.5 x ``limit``-th experience or fact
+public by the cutoff. Once the read rule has run, if ``limit`` hits rank strictly above
+the bound of the first hit left (the frontier), nothing left can reach the page, and it
+stays unevaluated (``explain.unevaluated`` counts it; ``removed`` and ``kept`` count the
+evaluated hits). If not, the search asks again and evaluates every hit. Either way the
+page is the one an exhaustive evaluation gives.
 
 **Round trips.** The first batch runs inside ``search.hits`` (which includes
 ``fact.read``'s own text, see graphmem/queries.py), as does the loading of the
@@ -64,7 +65,9 @@ English stop words are ignored; a text of stop words only is refused.
 authority tier first (user_correction > primary > derived > inference > none - a task
 state has no evidence, so no authority), then the full-text score (shown normalised to
 the best-scoring match), then recency (``available_by`` closest to the cutoff), then
-an id that only makes the order total: a fact key's uid, another memory's own id.
+an id that only makes the order total: a fact key's uid, another memory's own id. A
+fact key ranks by its best matched version that the read rule keeps (its score, then
+its availability).
 Authority is a tier, not a weight: no amount of keyword stuffing lets a low-authority
 memory outrank a primary one (the poisoning defence), and within a tier the text decides.
 """
@@ -190,9 +193,9 @@ def make_query(scope: Scope, *, text: str | None, match: str, types: Any, entity
 @dataclass
 class _Hit:
     """A kept memory and what it ranks by. For a fact key, ``score`` and ``available_ms``
-    are those of its matched versions the read rule kept (the best score, the latest
-    availability), so that each has a bound known before the rule runs: the best over all
-    its matched versions; ``tie`` is the key's uid (a memory's: its id)."""
+    are those of its best matched version the read rule kept (best score, then latest
+    availability), so that it has a bound known before the rule runs: its best matched
+    version; ``tie`` is the key's uid (a memory's: its id)."""
 
     type: MemoryType
     memory_id: str
@@ -329,10 +332,9 @@ def _keys(rows: list[list[Any]]) -> dict[str, Key]:
 
 def _bound(uid: str, key: Key) -> tuple[Any, ...]:
     """The best rank key a fact key could reach, whatever the read rule keeps: its
-    strongest source, its best text score, its latest availability, its uid."""
+    strongest source, then its best matched version's score and availability, its uid."""
     rank, matched = key
-    return _key(rank, max(s for s, _ in matched.values()), max(a for _, a in matched.values()),
-                uid)
+    return _key(rank, *max(matched.values()), uid)
 
 
 def _answers(tx: Tx, scope: Scope, uids: list[str], cutoff: dt.datetime,
@@ -367,10 +369,11 @@ def _read(ev: Evaluation, keys: dict[str, dict[str, tuple[float, int]]],
             continue
         answer = facts._answer(row, cutoff)  # the same Answer as_of builds from this row
         shown = [answer.version] if answer.version else list(answer.candidates)
+        score, available_ms = max(matched[v] for v in kept)
         ev.ranked.append(_Hit(
-            "fact", shown[0].version_id, max(matched[v][0] for v in kept),
-            max((v.authority.rank if v.authority else 0) for v in shown),
-            max(matched[v][1] for v in kept), uid, answer))
+            "fact", shown[0].version_id, score,
+            max((v.authority.rank if v.authority else 0) for v in shown), available_ms, uid,
+            answer))
     ev.ranked.sort(key=_Hit.key)
 
 

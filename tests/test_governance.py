@@ -452,15 +452,16 @@ def test_a_search_that_stops_reading_early_gives_the_exhaustive_page(w):
     bounded = w.search("widget", limit=3, cutoff=t("2025-01-01"))
     everything = w.search("widget", limit=1000, cutoff=t("2025-01-01"))
     assert [h.type for h in everything.hits] == ["fact"] + ["experience"] * 3 + ["fact"] * 3
-    assert everything.hits[0].status == "conflicted"  # its recency is the later version's
+    assert everything.hits[0].status == "conflicted"  # it ranks by its best version
     _same_page(bounded, everything)
-    assert bounded.explain.unevaluated == 3  # the other periods' facts were never read
+    assert bounded.explain.unevaluated == 4  # the conflicting version and other periods
     assert bounded.explain.removed == everything.explain.removed == {}
 
 
-def test_an_early_stop_bounds_a_fact_key_by_all_its_versions(w):
-    # a conflicted key ranks by its older version's score and its later version's
-    # recency: above four facts that each of its versions alone ranks below
+def test_a_fact_key_ranks_by_its_best_version_and_an_early_stop_agrees(w):
+    # a conflicted key: an older version that scores as high as four other facts and a
+    # later one that scores lower. It ranks by its best version - after the four, which
+    # are as relevant and more recent - not by one version's score and another's recency
     w.source("old", t("2024-01-01"), title="widget widget widget")
     w.source("mid", t("2024-01-02"), title="widget widget widget")
     w.source("new", t("2024-01-04"), title="widget")
@@ -469,12 +470,16 @@ def test_an_early_stop_bounds_a_fact_key_by_all_its_versions(w):
     for period in (Q2, Q3, Q4):
         w.fact(Decimal(5), "mid", period=period)
     w.fact(Decimal(5), "mid", attribute="margin")
-    bounded = w.search("widget", limit=2, cutoff=t("2024-06-01"))
-    everything = w.search("widget", limit=1000, cutoff=t("2024-06-01"))
-    assert everything.hits[0].status == "conflicted"
-    assert conflicted.version_id in everything.hits[0].memory_ids
-    _same_page(bounded, everything)
-    assert bounded.explain.unevaluated == 2  # read: the key and two of the four (by uid)
+    cutoff = t("2024-06-01")
+    everything = w.search("widget", limit=1000, cutoff=cutoff)
+    assert [h.status for h in everything.hits] == ["active"] * 4 + ["conflicted"]
+    last = everything.hits[4]
+    assert conflicted.version_id in last.memory_ids
+    assert last.rank.text_norm == 1.0 and last.rank.recency_days == (cutoff - t("2024-01-01")).days
+    for limit in (1, 2, 3):
+        bounded = w.search("widget", limit=limit, cutoff=cutoff)
+        _same_page(bounded, everything)
+        assert bounded.explain.unevaluated > 0  # it stopped early
 
 
 @pytest.mark.parametrize("experiences", [
