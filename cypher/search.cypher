@@ -129,25 +129,31 @@ CALL (K, C) {
     RETURN s.authority_rank AS top
   }
   WITH coalesce(top, 0) AS top, -4611686018427387904 AS never
-  CALL (C, never) {
-    WITH C, never, 'fact' IN $types AS facts, 'experience' IN $types AS experiences
+  CALL () {
     CALL db.index.fulltext.queryNodes('graphmem_search_text', $lucene) YIELD node AS n, score
+    RETURN collect([n, score]) AS found
+  }
+  CALL (C, never, top, found) {  // the first 1.5 x $limit + 1 hits in that order
+    WITH C, never, found, 'fact' IN $types AS facts, 'experience' IN $types AS experiences
+    UNWIND CASE WHEN $lazy AND top > 0 THEN found ELSE [] END AS hit
+    WITH C, never, facts, experiences, hit[0] AS n, hit[1] AS score
     WITH C, never, facts, experiences, n, score, n.key_uid AS key,  // a fact version's
-         CASE WHEN $lazy THEN n.available_by END AS at
+         n.available_by AS at
     WITH n, score, coalesce(key, n.memory_id) AS id,
          CASE WHEN at <= C THEN at.epochMillis ELSE never END AS at,
          CASE WHEN key IS NULL THEN experiences AND n:Experience ELSE facts END AS asked
     WITH n, score, at, id, asked AND at > never AS able
     ORDER BY able DESC, score DESC, at DESC, id
-    RETURN collect([n, score, at, id, able]) AS ordered
+    LIMIT coalesce($limit + $limit / 2 + 1, 0)
+    RETURN collect([n, score, at, id, able]) AS first
   }
-  WITH top, ordered, $limit + $limit / 2 AS enough
-  WITH top, ordered,
-       CASE WHEN $lazy AND top > 0 AND enough <= size(ordered) AND ordered[enough - 1][4]
-            THEN enough ELSE size(ordered) END AS upto
-  WITH size(ordered) AS matched, ordered[..upto] AS evaluated,
-       CASE WHEN upto < size(ordered)
-            THEN [CASE WHEN ordered[upto][4] THEN top ELSE 0 END] + ordered[upto][1..4]
+  WITH top, found, first, $limit + $limit / 2 AS enough
+  WITH size(found) AS matched,
+       CASE WHEN enough <= size(first) AND first[enough - 1][4] THEN enough END AS upto,
+       top, found, first
+  WITH matched, coalesce(first[..upto], found) AS evaluated,
+       CASE WHEN upto < size(first)
+            THEN [CASE WHEN first[upto][4] THEN top ELSE 0 END] + first[upto][1..4]
        END AS frontier
   CALL (evaluated, K, C) {
     UNWIND evaluated AS hit
