@@ -100,7 +100,7 @@ from .models import (
     TaskState,
     authority_of,
 )
-from .values import from_micros
+from .values import epoch, from_micros
 
 # The order the filters run in (search.hits, then fact.read), for explain.
 FILTERS = ("type", "entity", "task", "known_at", "erased", "candidate", "cutoff",
@@ -270,8 +270,8 @@ def _evaluate(tx: Tx, scope: Scope, q: dict[str, Any], *, lazy: bool,
 
     def hits(keys: int | None, read: bool) -> dict[str, Any]:
         row = tx.one("search.hits", lucene=q["lucene"], types=list(q["types"]),
-                     entity_uid=entity_uid, task_id=q["task_id"], cutoff=q["cutoff"],
-                     known_at=q["known_at"], limit=None if exhaustive else limit, keys=keys,
+                     entity_uid=entity_uid, task_id=q["task_id"], cutoff=epoch(q["cutoff"]),
+                     known_at=epoch(q["known_at"]), limit=None if exhaustive else limit, keys=keys,
                      read=read, lazy=lazy, **req, **facts.scope_params(scope))
         assert row is not None  # the statement aggregates: always one row
         return row

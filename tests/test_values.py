@@ -1,5 +1,6 @@
 """Ids are digests of canonical JSON: they must never drift, or a reload of the same
-filing would name new keys and versions instead of finding the stored ones."""
+filing would name new keys and versions instead of finding the stored ones. Times sent
+as epoch integers must name the same instant."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from graphmem import Authority
-from graphmem.values import digest
+from graphmem.values import digest, epoch, from_micros
 
 
 def reference(*parts, prefix: str = "", size: int = 24) -> str:
@@ -44,3 +45,11 @@ def test_a_known_assertion_keeps_its_ids():
     assert key == reference("t:acme", "0001318605", "us-gaap:Assets", "USD", "", "2015-12-31")
     assert key == "caced6253d7a1b7a77e31905"
     assert digest(key, "src", "decimal", "8067939000", at) == "7c011e9bbfd521ac3cca7a6c"
+
+
+@given(st.datetimes(min_value=dt.datetime(1800, 1, 1), max_value=dt.datetime(2200, 1, 1),
+                    timezones=st.sampled_from([dt.UTC, dt.timezone(dt.timedelta(hours=-3, minutes=-30))])))
+def test_an_epoch_pair_names_the_same_instant(t):
+    seconds, nanos = epoch(t)
+    assert 0 <= nanos < 10**9 and nanos % 1000 == 0  # datetime.fromepoch wants this
+    assert from_micros(seconds * 10**6 + nanos // 1000) == t
