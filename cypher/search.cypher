@@ -142,7 +142,7 @@ CALL (K, C) {
     WITH C, never, facts, experiences, hit[0] AS n, hit[1] AS score
     WITH C, never, facts, experiences, n, score, n.key_uid AS key,  // a fact version's
          n.available_by AS at
-    WITH n, score, coalesce(key, n.memory_id) AS id,
+    WITH n, score, coalesce(key, n.memory_id, n.id) AS id,
          CASE WHEN at <= C THEN at.epochMillis ELSE never END AS at,
          CASE WHEN key IS NULL THEN experiences AND n:Experience ELSE facts END AS asked
     WITH n, score, at, id, asked AND at > never AS able

@@ -13,15 +13,15 @@ each line ``// include: group.piece``. Fragments are not statements: they cannot
 run on their own. An include of a name that is neither a fragment nor a statement, or
 includes that form a cycle, fail at load.
 
-What the server receives is the resolved text without its comments, indentation or
-blank lines (``compact``): about 40% shorter, which Neo4j hashes and the driver packs
-on every run; the files keep the explanations.
-
 A whole statement may be included the same way, to run inside another one (in a
 ``CALL`` subquery) so that one rule keeps one text: ``// include: fact.read
 $reads=reads $times=times`` pastes ``fact.read`` with each listed parameter replaced by
 a variable (or literal) of the including statement. A binding of a parameter that the
 included text does not use fails at load, so a renamed parameter cannot go unnoticed.
+
+What the server receives is the resolved text without its comments, indentation or
+blank lines (``compact``): about 40% shorter, which Neo4j hashes and the driver packs
+on every run; the files keep the explanations.
 """
 
 from __future__ import annotations

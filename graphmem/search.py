@@ -14,16 +14,16 @@ One read, three steps, nothing ranked or cut before every filter ran:
 
 Step 2 costs one read-rule evaluation per fact key, so it runs in batches, best
 candidates first: the keys that would fill the page if the rule kept them all and half
-as many again, then twice the limit, doubling. Before the rule runs, each key's rank
-has a bound - its strongest source's authority, then the score and availability of its
-best matched version, then its uid - which the read rule's answer can only equal or
-fall below. Once ``limit`` hits rank strictly
-above the best bound left, the remaining keys cannot reach the result whatever their
-status and are not evaluated (``explain.unevaluated`` counts their versions;
-``explain.removed`` then covers the evaluated ones). This is checked before every batch,
-the first included (experiences and task states may settle the limit on their own), and
-a batch holds only keys whose bound is above the limit-th rank so far. Nothing filtered ever takes a
-place in the result, and no memory that passes the filters is displaced.
+as many again, then twice the limit, doubling. Before the rule runs, each key's rank has
+a bound - its strongest source's authority, then the score and availability of its best
+matched version, then its uid - which the read rule's answer can only equal or fall
+below. Once ``limit`` hits rank strictly above the best bound left, the remaining keys
+cannot reach the result whatever their status and are not evaluated
+(``explain.unevaluated`` counts their versions; ``explain.removed`` then covers the
+evaluated ones). This is checked before every batch, the first included (experiences and
+task states may settle the limit on their own), and a batch holds only keys whose bound
+is above the limit-th rank so far. Nothing filtered ever takes a place in the result,
+and no memory that passes the filters is displaced.
 ``trace`` evaluates exhaustively.
 
 **Early termination.** The full-text index matches hundreds of memories for a broad
@@ -291,7 +291,7 @@ def _evaluate(tx: Tx, scope: Scope, q: dict[str, Any], *, lazy: bool,
     _read(ev, {k: keys[k][1] for k in row["read"]}, row["answers"], cutoff)
     pending = sorted(set(keys) - set(row["read"]), key=lambda k: _bound(k, keys[k]))
     left = row["key_count"] - len(keys)  # keys search.hits did not return: none of
-    last = _bound(*list(keys.items())[-1]) if keys else None  # them has a better bound
+    last = _bound(*next(reversed(keys.items()))) if keys else None  # them has a better bound
     size = 2 * limit
     while pending or left:
         if not pending:  # every key returned is read

@@ -4,12 +4,12 @@
 ``limit`` of them rank strictly above anything left (graphmem/search.py, *Early
 termination*). Hypothesis draws small worlds in which that bound is easy to get wrong:
 sources of every authority published on few days (ties of availability), text scores
-that differ by how often a source's title repeats the query word, fact keys restated
-or contradicted by sources that score lower but were published later (a key's rank
-mixes its versions' best score and latest availability), experiences and task states,
+that differ by how often a source's title repeats the query word, fact keys restated or
+contradicted by sources that score lower but were published later (a key ranks by its
+best matched version kept, not always its latest), experiences, candidates, task states
 and a retracted source. Then it asks for a small page at a random cutoff and compares
-it, hit by hit and rank by rank, with the first hits of an exhaustive search
-(a limit above the number of matches, which evaluates everything).
+it, hit by hit and rank by rank, with the first hits of an exhaustive search (a limit
+above the number of matches, which evaluates everything).
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ facts = st.lists(
     st.tuples(st.sampled_from(ATTRIBUTES), st.sampled_from(PERIODS), st.integers(1, 2),
               st.integers(0, 3)),  # (attribute, period, value, source index)
     min_size=0, max_size=14)
-experiences = st.lists(st.tuples(st.integers(1, 4), st.integers(0, 3)), max_size=5)
+experiences = st.lists(st.tuples(st.integers(1, 4), st.integers(0, 3), st.booleans()),
+                       max_size=5)  # (times it says "widget", source, observed: else a candidate)
 task_states = st.lists(st.tuples(st.integers(0, 1), st.integers(1, 4)), max_size=3)
 
 
@@ -55,9 +56,9 @@ def test_an_early_stop_gives_the_exhaustive_page(mem, srcs, rows, exps, tasks, r
         mem.assert_facts(w.scope, [
             w.fact_in(Decimal(value), f"s{src % len(srcs)}", attribute=attribute, period=period)
             for attribute, period, value, src in rows])
-    for words, src in exps:
+    for words, src, observed in exps:
         mem.remember_experience(w.scope, ExperienceIn(
-            trigger=" ".join(["widget"] * words) + " jam", outcome="cleared",
+            trigger=" ".join(["widget"] * words) + " jam", outcome="cleared" if observed else None,
             evidence=(f"s{src % len(srcs)}",)))
     for task, words in tasks:
         mem.save_task_state(w.scope, TaskStateIn(task_id=f"task-{task}",
