@@ -7,7 +7,8 @@ sources of every authority published on few days (ties of availability), text sc
 that differ by how often a source's title repeats the query word, fact keys restated or
 contradicted by sources that score lower but were published later (a key ranks by its
 best matched version kept, not always its latest), experiences, candidates, task states
-and a retracted source. Then it asks for a small page at a random cutoff and compares
+and a retracted source, about two entities. Then it asks for a small page at a random
+cutoff (with random types, entity and evidence requirement) and compares
 it, hit by hit and rank by rank, with the first hits of an exhaustive search (a limit
 above the number of matches, which evaluates everything).
 """
@@ -22,22 +23,31 @@ from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 from world import Q1, Q2, Q3, World
 
-from graphmem import ExperienceIn, Scope, TaskStateIn
+from graphmem import Authority, ExperienceIn, Require, Scope, TaskStateIn
 
 DAY0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 AUTHORITIES = ("primary", "primary", "primary", "inference", "user_correction")
 ATTRIBUTES = ("revenue", "margin")
 PERIODS = (Q1, Q2, Q3)
+ENTITIES = ("acme", "globex")
+# what a search may ask besides its text: the types, an entity, an evidence requirement
+options = st.fixed_dictionaries({
+    "types": st.none() | st.lists(st.sampled_from(("fact", "experience", "task_state")),
+                                  min_size=1, unique=True),
+    "entity": st.none() | st.sampled_from(ENTITIES),
+    "require": st.none() | st.just(Require(min_authority=Authority.PRIMARY)),
+})
 
 sources = st.lists(
     st.tuples(st.sampled_from(AUTHORITIES), st.integers(0, 3), st.integers(1, 3)),
     min_size=1, max_size=4)  # (authority, day published, times the title says "widget")
 facts = st.lists(
-    st.tuples(st.sampled_from(ATTRIBUTES), st.sampled_from(PERIODS), st.integers(1, 2),
-              st.integers(0, 3)),  # (attribute, period, value, source index)
+    st.tuples(st.sampled_from(ENTITIES), st.sampled_from(ATTRIBUTES), st.sampled_from(PERIODS),
+              st.integers(1, 2), st.integers(0, 3)),  # (entity, attribute, period, value, source)
     min_size=0, max_size=14)
-experiences = st.lists(st.tuples(st.integers(1, 4), st.integers(0, 3), st.booleans()),
-                       max_size=5)  # (times it says "widget", source, observed: else a candidate)
+experiences = st.lists(  # (times it says "widget", source, observed (else a candidate), about)
+    st.tuples(st.integers(1, 4), st.integers(0, 3), st.booleans(), st.sampled_from(ENTITIES)),
+    max_size=5)
 task_states = st.lists(st.tuples(st.integers(0, 1), st.integers(1, 4)), max_size=3)
 
 
@@ -45,29 +55,30 @@ task_states = st.lists(st.tuples(st.integers(0, 1), st.integers(1, 4)), max_size
                                                                  HealthCheck.function_scoped_fixture])
 @given(srcs=sources, rows=facts, exps=experiences, tasks=task_states,
        retract=st.none() | st.integers(0, 3), limit=st.integers(1, 3),
-       cutoff_day=st.integers(0, 4))
+       cutoff_day=st.integers(0, 4), opts=options)
 def test_an_early_stop_gives_the_exhaustive_page(mem, srcs, rows, exps, tasks, retract, limit,
-                                                 cutoff_day):
+                                                 cutoff_day, opts):
     w = World(mem, Scope(tenant=f"search-prop-{uuid.uuid4().hex[:12]}"))
     for i, (authority, day, words) in enumerate(srcs):
         w.source(f"s{i}", DAY0 + dt.timedelta(days=day), authority=authority,
                  title=" ".join(["widget"] * words))
     if rows:
         mem.assert_facts(w.scope, [
-            w.fact_in(Decimal(value), f"s{src % len(srcs)}", attribute=attribute, period=period)
-            for attribute, period, value, src in rows])
-    for words, src, observed in exps:
+            w.fact_in(Decimal(value), f"s{src % len(srcs)}", entity=entity, attribute=attribute,
+                      period=period)
+            for entity, attribute, period, value, src in rows])
+    for words, src, observed, about in exps:
         mem.remember_experience(w.scope, ExperienceIn(
             trigger=" ".join(["widget"] * words) + " jam", outcome="cleared" if observed else None,
-            evidence=(f"s{src % len(srcs)}",)))
+            evidence=(f"s{src % len(srcs)}",), entities=(about,)))
     for task, words in tasks:
         mem.save_task_state(w.scope, TaskStateIn(task_id=f"task-{task}",
                                                  goal=" ".join(["widget"] * words)))
     if retract is not None:
         mem.retract_source(w.scope, f"s{retract % len(srcs)}", reason="withdrawn")
     cutoff = DAY0 + dt.timedelta(days=cutoff_day, hours=12)
-    bounded = w.search("widget", limit=limit, cutoff=cutoff)
-    everything = w.search("widget", limit=1000, cutoff=cutoff)
+    bounded = w.search("widget", limit=limit, cutoff=cutoff, **opts)
+    everything = w.search("widget", limit=1000, cutoff=cutoff, **opts)
     note(f"bounded: {[(h.memory_id, h.rank.why) for h in bounded.hits]}")
     note(f"exhaustive: {[(h.memory_id, h.rank.why) for h in everything.hits]}")
     event(f"stopped early: {bounded.explain.unevaluated > 0}")
