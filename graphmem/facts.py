@@ -473,14 +473,21 @@ def to_version(
     )
 
 
+def shown(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The candidates of a full ``fact.read`` row that its Answer shows, in its order:
+    the one version of an active key, every candidate of a conflicted one (strongest
+    authority first, then earliest available, then id)."""
+    ordered = sorted(row["candidates"], key=lambda c: (
+        -(c["rank"] or 0), c["f"]["available_by"], c["f"]["version_id"]))
+    return ordered[:1] if row["status"] == "active" else ordered
+
+
 def _answer(row: dict[str, Any], cutoff: dt.datetime) -> Answer:
     """An Answer from a full ``fact.read`` row (its times come as epoch microseconds)."""
-    candidates = sorted(
-        (to_version(row["key"], with_times(c["f"], "available_by", "recorded_at", "erased_at"),
-                    [with_times(e, "available_by", "recorded_at") for e in c["live"]], c["rank"])
-         for c in row["candidates"]),
-        key=lambda v: (-(v.authority.rank if v.authority else 0), v.available_by, v.version_id),
-    )
+    candidates = [
+        to_version(row["key"], with_times(c["f"], "available_by", "recorded_at", "erased_at"),
+                   [with_times(e, "available_by", "recorded_at") for e in c["live"]], c["rank"])
+        for c in shown(row)]
     status = row["status"]
     return Answer(
         status=status,

@@ -76,6 +76,7 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -203,10 +204,15 @@ class _Hit:
     authority: int
     available_ms: int  # available_by as epoch milliseconds
     tie: str
-    answer: Answer | None = None
+    read: tuple[dict[str, Any], dt.datetime] | None = None  # a fact key's fact.read row, cutoff
 
     def key(self) -> tuple[Any, ...]:
         return _key(self.authority, self.score, self.available_ms, self.tie)
+
+    @functools.cached_property
+    def answer(self) -> Answer | None:
+        """A fact key's Answer, built only for the hits that are shown or traced."""
+        return facts._answer(*self.read) if self.read else None
 
 
 def _key(authority: int, score: float, available_ms: int, tie: str) -> tuple[Any, ...]:
@@ -367,13 +373,11 @@ def _read(ev: Evaluation, keys: dict[str, dict[str, tuple[float, int]]],
         ev.unevaluated -= len(matched)
         if not kept:
             continue
-        answer = facts._answer(row, cutoff)  # the same Answer as_of builds from this row
-        shown = [answer.version] if answer.version else list(answer.candidates)
+        shown = facts.shown(row)  # what the Answer as_of builds from this row shows
         score, available_ms = max(matched[v] for v in kept)
         ev.ranked.append(_Hit(
-            "fact", shown[0].version_id, score,
-            max((v.authority.rank if v.authority else 0) for v in shown), available_ms, uid,
-            answer))
+            "fact", shown[0]["f"]["version_id"], score, max(c["rank"] or 0 for c in shown),
+            available_ms, uid, (row, cutoff)))
     ev.ranked.sort(key=_Hit.key)
 
 
