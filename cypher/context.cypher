@@ -4,15 +4,20 @@
 // the hashes of the line and of its claim (graphmem/echo.py).
 
 // name: context.record
-CREATE (s:Record:ContextSnapshot {
-  id: $id, kind: 'context', tenant: $tenant, scope: $scope, task_id: $task_id,
+// Record a snapshot, once: its id names the build_context call (graphmem.context), so
+// a retry of a transaction that committed but whose acknowledgement was lost finds the
+// snapshot it wrote (an earlier recorded_at) and changes nothing.
+MERGE (s:Record:ContextSnapshot {id: $id})
+ON CREATE SET s += {
+  kind: 'context', tenant: $tenant, scope: $scope, task_id: $task_id,
   rendered: $rendered, rendered_hash: $rendered_hash, echo_hash: $echo_hash,
   token_budget: $token_budget, tokens_used: $tokens_used, tokens_considered: $tokens_considered,
   tokenizer: $tokenizer, considered: $considered, included: $included, cut: $cut,
   items: $items, query: $query, query_words: $query_words, cutoff: $cutoff, known_at: $known_at,
-  recorded_at: $recorded_at})
+  recorded_at: $recorded_at}
 WITH s
 CALL (s) {
+  WITH s WHERE s.recorded_at = $recorded_at
   UNWIND $lines AS line
   OPTIONAL MATCH (f:Fact {version_id: line.memory_id})
   WHERE f.tenant = $tenant AND f.scope = $scope
@@ -24,7 +29,7 @@ CALL (s) {
                          tokens: line.tokens, text: line.text, line_hash: line.line_hash,
                          claim_hash: line.claim_hash}]->(n)
 }
-RETURN s.id AS id
+RETURN s.recorded_at AS recorded_at
 
 // name: context.erase_names
 // The names an erasure's target is known by, read before lifecycle.erase removes them:

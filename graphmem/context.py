@@ -245,18 +245,22 @@ def _times(hits: Sequence[SearchHit]) -> tuple[dt.datetime | None, dt.datetime |
 
 
 def record(tx: Tx, scope: Scope, *, task_id: str, memories: Any, token_budget: int,
-           tokenizer: Tokenizer | None, at: dt.datetime) -> Context:
-    """Plan the context and record its snapshot in the caller's write transaction."""
+           tokenizer: Tokenizer | None, at: dt.datetime, call: str) -> Context:
+    """Plan the context and record its snapshot in the caller's write transaction.
+
+    ``call`` names one ``build_context`` call (any retry of it passes the same): the
+    snapshot's id is derived from it, not from the transaction time, so a retry after a
+    commit whose acknowledgement was lost returns the snapshot already recorded."""
     hits, query = check_memories(memories)
     cutoff, known_at = (query.cutoff, query.known_at) if query else _times(hits)
     count = tokenizer or approx_tokens
     p = plan(task_id, hits, token_budget, count, cutoff, known_at)
     rendered_hash = hashlib.sha256(p.rendered.encode()).hexdigest()
-    snapshot_id = digest(scope.id, task_id, rendered_hash, at, prefix="ctx_")
+    snapshot_id = digest(scope.id, task_id, rendered_hash, call, prefix="ctx_")
     name = getattr(count, "__qualname__", type(count).__name__)
     name = "approx_tokens: max(words, ceil(chars/4))" if count is approx_tokens else name
     items = [i.model_dump(mode="json", exclude={"lines"}) for i in p.included + p.cut]
-    tx.run("context.record", id=snapshot_id, task_id=task_id, rendered=p.rendered,
+    stored = tx.one("context.record", id=snapshot_id, task_id=task_id, rendered=p.rendered,
            rendered_hash=rendered_hash, echo_hash=echo.fingerprint(p.rendered),
            token_budget=token_budget, tokens_used=p.tokens_used,
            tokens_considered=p.tokens_considered, tokenizer=name,
@@ -267,6 +271,8 @@ def record(tx: Tx, scope: Scope, *, task_id: str, memories: Any, token_budget: i
            query_words=search.words(query.text, query.entity) if query else None,
            cutoff=cutoff, known_at=known_at,
            lines=p.lines, recorded_at=at, **facts.scope_params(scope))
+    if facts.native(stored["recorded_at"]) != at:  # recorded by a try that committed
+        return load(tx, scope, snapshot_id)
     return Context(snapshot_id=snapshot_id, task_id=task_id, rendered=p.rendered,
                    rendered_hash=rendered_hash, token_budget=token_budget,
                    tokens_used=p.tokens_used, tokens_considered=p.tokens_considered,

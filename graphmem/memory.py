@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import Any
@@ -694,9 +695,10 @@ class Memory:
         if tokenizer is not None and not callable(tokenizer):
             raise InputError("tokenizer", "must be a callable str -> int")
         contexts.check_memories(memories)
+        call = uuid.uuid4().hex  # one per call: the same for its retries
         return self.write(scope, "build_context", lambda tx, at: contexts.record(
             tx, scope, task_id=task_id, memories=memories, token_budget=token_budget,
-            tokenizer=tokenizer, at=at))
+            tokenizer=tokenizer, at=at, call=call))
 
     def context_snapshot(self, scope: Scope, snapshot_id: str) -> Context:
         """A recorded context snapshot: what was considered, included, cut, and rendered."""

@@ -232,6 +232,34 @@ def test_a_failed_write_retried_and_a_duplicated_event_make_one_memory(w, monkey
     assert w.mem.save_task_state(w.scope, state).id == one.id  # a retry of the current state
 
 
+def test_a_context_whose_commit_acknowledgement_is_lost_is_recorded_once(w, monkeypatch):
+    # the commit lands, then the connection drops before the client hears of it: the
+    # retry must find the snapshot the first try wrote, not record a second one
+    w.source("10q", t("2024-05-01"))
+    w.fact(Decimal(7), "10q")
+    result = w.search("acme revenue")
+    real, lost = neo4j.Transaction.commit, []
+
+    def commit_then_drop(self):
+        real(self)
+        if not lost:
+            lost.append(True)
+            raise neo4j.exceptions.SessionExpired("injected: acknowledgement lost")
+
+    monkeypatch.setattr(neo4j.Transaction, "commit", commit_then_drop)
+    ctx = w.mem.build_context(w.scope, task_id="T-lost", memories=result, token_budget=4000)
+    monkeypatch.setattr(neo4j.Transaction, "commit", real)
+    assert lost
+    with w.mem.db.driver.session() as session:
+        recorded = session.run("MATCH (c:ContextSnapshot {task_id: 'T-lost'}) WHERE c.tenant = $t "
+                               "RETURN collect(c.id) AS ids, collect(c.recorded_at) AS at",
+                               t=w.scope.tenant).single()
+    assert recorded["ids"] == [ctx.snapshot_id]
+    assert ctx.recorded_at == recorded["at"][0].to_native()  # the first try's time
+    assert w.mem.context_snapshot(w.scope, ctx.snapshot_id).rendered == ctx.rendered
+    assert len(w.mem.trace(w.scope, ctx.snapshot_id, ctx.included[0].memory_id).steps) > 0
+
+
 def test_two_concurrent_task_state_updates(w):
     w.mem.save_task_state(w.scope, TaskStateIn(task_id="T1", goal="compare", checkpoint="a"))
     barrier, results = threading.Barrier(2), []
