@@ -8,9 +8,9 @@ that differ by how often a source's title repeats the query word, fact keys rest
 contradicted by sources that score lower but were published later (a key ranks by its
 best matched version kept, not always its latest), experiences, candidates, task states
 and a retracted source, about two entities. Then it asks for a small page at a random
-cutoff (with random types, entity and evidence requirement) and compares
-it, hit by hit and rank by rank, with the first hits of an exhaustive search (a limit
-above the number of matches, which evaluates everything).
+cutoff (with random types, entity and evidence requirement) and compares it, hit by hit
+and rank by rank, with the first hits of an exhaustive search (a limit above the number
+of matches, which evaluates everything).
 """
 
 from __future__ import annotations
