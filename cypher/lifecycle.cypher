@@ -15,6 +15,13 @@ CREATE (x:Record:Invalidation {id: $record_id + ':' + vid, kind: 'invalidated', 
 CREATE (x)-[:INVALIDATES]->(f)
 RETURN f.version_id AS version_id
 
+// name: lifecycle.resolution
+// The version a resolution chose, if that resolution is recorded (a retry of a resolve
+// whose commit landed finds it).
+MATCH (z:Record:Resolution {id: $record_id})-[:CHOSE]->(w:Fact)
+WHERE z.tenant = $tenant AND z.scope = $scope
+RETURN w.version_id AS chosen
+
 // name: lifecycle.resolve
 // Records which versions a resolution settles and which one it chose.
 MATCH (w:Fact {version_id: $chosen})-[:VERSION_OF]->(k:FactKey)

@@ -267,13 +267,19 @@ class Memory:
         if not by:
             raise InputError("by", "a resolution names who made it")
 
+        # one id per call, the same for its retries: a retry after a commit whose
+        # acknowledgement was lost finds the resolution instead of recording a second
+        record_id = digest(scope.id, sorted(versions), uuid.uuid4().hex, prefix="res_")
+
         def work(tx: Tx, at: Any) -> FactVersion:
+            done = tx.one("lifecycle.resolution", record_id=record_id, **facts.scope_params(scope))
+            if done:
+                return facts.versions_by_id(tx, scope, [done["chosen"]])[0]
             settled = self._existing(tx, scope, versions)
             keys = {(v.entity, v.attribute, v.unit, v.definition, v.period) for v in settled}
             if len(keys) != 1:
                 raise InputError("versions", "all versions of a resolution must share one fact key")
             first = settled[0]
-            record_id = digest(scope.id, sorted(versions), at, prefix="res_")
             source = Source(
                 id=f"resolution:{record_id}",
                 kind="resolution",

@@ -16,7 +16,7 @@ import threading
 from decimal import Decimal
 
 import pytest
-from world import FAR, Q1, Q2, Q3, Q4, US, UTC, World, t  # noqa: F401 - shared test world
+from world import FAR, Q1, Q2, Q3, Q4, US, UTC, World, lose_first_acknowledgement, t  # noqa: F401 - shared test world
 
 from graphmem import (
     Authority,
@@ -258,6 +258,22 @@ def test_conflict_then_resolve(w, chosen):
     loser_ids = {a.version_id, b.version_id} - {r.version_id}
     for vid in loser_ids:
         assert "resolved" in [x.kind for x in settled[vid].lifecycle], vid
+
+
+def test_a_resolve_whose_commit_acknowledgement_is_lost_is_recorded_once(w, monkeypatch):
+    w.source("wire-a", t("2024-05-01"))
+    w.source("wire-b", t("2024-05-10"))
+    a, b = w.fact(Decimal("100"), "wire-a"), w.fact(Decimal("105"), "wire-b")
+    lost = lose_first_acknowledgement(monkeypatch)
+    r = w.mem.resolve(w.scope, versions=[a.version_id, b.version_id], value=Decimal("103"),
+                      reason="checked the filing", by="analyst-1")
+    assert lost  # the first try committed; the retry found its resolution
+    assert [e.kind for e in r.sources] == ["resolution"]
+    [version] = [v for v in w.history() if v.value == Decimal("103")]
+    assert version.version_id == r.version_id and len(version.sources) == 1
+    settled = {v.version_id: [x.kind for x in v.lifecycle] for v in w.history()}
+    assert settled[a.version_id].count("resolved") == settled[b.version_id].count("resolved") == 1
+    assert w.read(FAR).value == Decimal("103")
 
 
 def test_resolve_refuses_versions_of_different_keys(w):

@@ -14,7 +14,7 @@ from decimal import Decimal
 
 import neo4j
 import pytest
-from world import FAR, Q1, Q2, Q3, Q4, US, UTC, World, t  # noqa: F401 - shared test world
+from world import FAR, Q1, Q2, Q3, Q4, US, UTC, World, lose_first_acknowledgement, t  # noqa: F401 - shared test world
 
 import graphmem.db as gdb
 from graphmem import (
@@ -238,17 +238,8 @@ def test_a_context_whose_commit_acknowledgement_is_lost_is_recorded_once(w, monk
     w.source("10q", t("2024-05-01"))
     w.fact(Decimal(7), "10q")
     result = w.search("acme revenue")
-    real, lost = neo4j.Transaction.commit, []
-
-    def commit_then_drop(self):
-        real(self)
-        if not lost:
-            lost.append(True)
-            raise neo4j.exceptions.SessionExpired("injected: acknowledgement lost")
-
-    monkeypatch.setattr(neo4j.Transaction, "commit", commit_then_drop)
+    lost = lose_first_acknowledgement(monkeypatch)
     ctx = w.mem.build_context(w.scope, task_id="T-lost", memories=result, token_budget=4000)
-    monkeypatch.setattr(neo4j.Transaction, "commit", real)
     assert lost
     with w.mem.db.driver.session() as session:
         recorded = session.run("MATCH (c:ContextSnapshot {task_id: 'T-lost'}) WHERE c.tenant = $t "

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+import neo4j
+
 from graphmem import Authority, Entity, ExperienceIn, FactIn, Memory, Period, Scope, Source
 
 UTC = dt.UTC
@@ -23,6 +25,22 @@ ENTITIES = {
 def t(text: str) -> dt.datetime:
     """A UTC instant from ``YYYY-MM-DD`` or ``YYYY-MM-DDTHH:MM``."""
     return dt.datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def lose_first_acknowledgement(monkeypatch) -> list[bool]:
+    """Make the next commit land and then fail as if the connection dropped before its
+    acknowledgement (SessionExpired, which graphmem retries). The list it returns gets
+    an item when that happened."""
+    real, lost = neo4j.Transaction.commit, []
+
+    def commit_then_drop(self):
+        real(self)
+        if not lost:
+            lost.append(True)
+            raise neo4j.exceptions.SessionExpired("injected: acknowledgement lost")
+
+    monkeypatch.setattr(neo4j.Transaction, "commit", commit_then_drop)
+    return lost
 
 
 class World:
