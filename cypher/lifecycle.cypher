@@ -50,6 +50,13 @@ WHERE f2.tenant = $tenant AND f2.scope = $scope
 WITH by_entity, collect(DISTINCT f2.version_id) AS by_source
 RETURN by_entity + by_source AS version_ids
 
+// name: lifecycle.erasure
+// How many fact versions an erasure erased, if that erasure is recorded (a retry of an
+// erase whose commit landed finds it).
+MATCH (x:Record:Erasure {id: $record_id})
+WHERE x.tenant = $tenant AND x.scope = $scope
+RETURN COUNT { (x)-[:ERASES]->(:Fact) } AS erased
+
 // name: lifecycle.erase
 // Removes payloads and records one Erasure linked to all it erased.
 CREATE (x:Record:Erasure {id: $record_id, kind: 'erased', tenant: $tenant, scope: $scope,

@@ -338,11 +338,16 @@ class Memory:
         e_uid = facts.entity_uid(scope, entity) if entity else None
         s_uid = facts.source_uid(scope, source_id) if source_id else None
 
+        # one id per call, the same for its retries (see resolve)
+        record_id = digest(scope.id, e_uid, s_uid, uuid.uuid4().hex, prefix="era_")
+
         def work(tx: Tx, at: Any) -> int:
             params = facts.scope_params(scope)
+            done = tx.one("lifecycle.erasure", record_id=record_id, **params)
+            if done:
+                return int(done["erased"])
             targets = tx.one("lifecycle.erase_targets", entity_uid=e_uid, source_uid=s_uid, **params)
             version_ids = governance.erase_reach(tx, scope, targets["version_ids"] if targets else [])
-            record_id = digest(scope.id, e_uid, s_uid, at, prefix="era_")
             names = contexts.erase_names(tx, scope, e_uid, s_uid)
             row = tx.one(
                 "lifecycle.erase",

@@ -468,6 +468,18 @@ def test_erase_by_entity_removes_every_version_about_it(w):
     assert (keep.value, keep.version.version_id) == (Decimal("999"), g.version_id)
 
 
+def test_an_erase_whose_commit_acknowledgement_is_lost_is_recorded_once(w, monkeypatch):
+    w.source("q1", t("2024-05-01"))
+    w.fact(Decimal("100"), "q1")
+    w.fact(Decimal("3"), "q1", attribute="employees", period=Q2)
+    lost = lose_first_acknowledgement(monkeypatch)
+    assert w.mem.erase(w.scope, entity="acme", reason="forget acme") == 2  # the first try's
+    assert lost
+    for attribute in ("revenue", "employees"):
+        [version] = w.history(period=None, attribute=attribute)
+        assert [x.kind for x in version.lifecycle] == ["erased"]  # one erasure, not two
+
+
 def test_erase_needs_exactly_one_target(w):
     with pytest.raises(ValueError):
         w.mem.erase(w.scope, reason="x")
