@@ -95,3 +95,9 @@ CREATE INDEX graphmem_factkey_attribute IF NOT EXISTS FOR (n:FactKey) ON (n.tena
 // The strongest authority among a tenant's sources, read from the end of this index: no
 // memory of the tenant can rank above it, which lets a search stop reading hits early.
 CREATE INDEX graphmem_source_authority IF NOT EXISTS FOR (n:Source) ON (n.tenant, n.authority_rank)
+
+// name: schema.028.load_mark
+// What a filings load has recorded (graphmem.loaders.edgar): one LoadMark per filing,
+// written in the filing's own transaction, and one per company once all its filings
+// are in, so that a re-run skips them with one lookup per company.
+CREATE CONSTRAINT graphmem_load_mark_uid IF NOT EXISTS FOR (n:LoadMark) REQUIRE n.uid IS UNIQUE

@@ -65,6 +65,14 @@ def _report(result: facts.ChunkResult, rows: int) -> WriteReport:
                        unchanged=result.unchanged, chunks=1, version_ids=tuple(result.version_ids or ()))
 
 
+def record_in(tx: Tx, scope: Scope, sources: list[Source], items: list[FactIn], at: Any) -> WriteReport:
+    """What :meth:`Memory.record` does inside its transaction, for a caller that adds its
+    own bookkeeping to that same transaction (the EDGAR loader's load marks)."""
+    new = sum(facts.record_source(tx, scope, source, at) for source in sources)
+    report = _report(facts.write_facts(tx, scope, items, at), len(items)) if items else WriteReport()
+    return report.model_copy(update={"sources_recorded": new, "chunks": 1})
+
+
 def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
     iterator = iter(items)
     while chunk := list(islice(iterator, size)):
@@ -217,13 +225,7 @@ class Memory:
         """
         scope = self.scope(scope)
         sources, items = list(sources), list(items)
-
-        def work(tx: Tx, at: Any) -> WriteReport:
-            new = sum(facts.record_source(tx, scope, source, at) for source in sources)
-            report = _report(facts.write_facts(tx, scope, items, at), len(items)) if items else WriteReport()
-            return report.model_copy(update={"sources_recorded": new, "chunks": 1})
-
-        return self.write(scope, "record", work)
+        return self.write(scope, "record", lambda tx, at: record_in(tx, scope, sources, items, at))
 
     def invalidate(self, scope: Scope, version_id: str, reason: str, *, by: str | None = None) -> FactVersion:
         """Mark a version as wrong from now on (known_at before now still shows it)."""

@@ -1,0 +1,303 @@
+"""Which SEC files make up a universe of companies, and which companies are asked for.
+
+The SEC serves its EDGAR JSON one company at a time (``CIK##########.json``) and in
+bulk: ``companyfacts.zip`` (one companyfacts file per company) and ``submissions.zip``
+(one submissions file per company, plus the paged files of filers with more than about
+1,000 filings, ``CIK##########-submissions-001.json`` ...). :func:`discover` takes any
+mix of such archives, folders of such files, and single files, and groups them by CIK
+into :class:`Company` entries. Nothing is unpacked: a ZIP member is a
+:class:`Document` that opens a stream on the archive (memory stays flat in the
+archive's size), a file on disk is a Document that opens the file.
+
+What a file is. A name that says ``submissions`` (the file's, or its archive's:
+``submissions.zip``) is a submissions file, one that says ``companyfacts`` a
+companyfacts file; any other JSON file is told by its first top-level keys
+(``entityName`` or ``facts``: companyfacts; ``filings``, ``accessionNumber``,
+``entityType``, ``name`` or ``tickers``: submissions). The CIK comes from the name
+(``CIK0000320193``, or the digits after ``CIK``); a file whose name has none is read
+for its top-level ``cik``. A submissions page is told from a main file by its content
+(columns at the top level, no ``filings``), when it is read.
+
+Selection (:func:`select`): all companies, a list of CIKs, or tickers through the
+SEC's ``company_tickers.json`` (``{"0": {"cik_str": 320193, "ticker": "AAPL",
+"title": "Apple Inc."}, ...}``). A CIK asked for but absent from the inputs is kept
+as a company without files, so the load reports it as missing instead of dropping it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import ijson
+
+from graphmem.errors import InputError
+
+_CIK_IN_NAME = re.compile(r"CIK0*(\d{1,10})", re.IGNORECASE)
+_CHUNK = 1 << 20
+#: Top-level keys that tell a companyfacts file from a submissions file or page.
+_FACTS_KEYS = frozenset({"entityName", "facts"})
+_SUBMISSIONS_KEYS = frozenset({"filings", "accessionNumber", "entityType", "name", "tickers"})
+
+
+@dataclass(frozen=True)
+class Document:
+    """One JSON document: a file on disk or a member of a ZIP archive, opened as a stream.
+
+    ``name`` names it in every message (``companyfacts.zip:CIK0000320193.json`` for a
+    member); ``fingerprint`` identifies its content without reading it when the archive
+    says it (a member's CRC-32 and size), else from one pass over the file.
+    """
+
+    name: str
+    opener: Callable[[], IO[bytes]] = field(repr=False, compare=False)
+    _fingerprint: str | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def file(cls, path: str | Path) -> Document:
+        path = Path(path)
+        return cls(str(path), lambda: path.open("rb"))
+
+    @classmethod
+    def member(cls, archive: zipfile.ZipFile, info: zipfile.ZipInfo, label: str) -> Document:
+        return cls(f"{label}:{info.filename}", lambda: archive.open(info),
+                   f"crc32:{info.CRC:08x}:{info.file_size}")
+
+    def open(self) -> IO[bytes]:
+        try:
+            return self.opener()
+        except FileNotFoundError:
+            raise InputError(self.name, "file not found") from None
+        except (OSError, zipfile.BadZipFile) as exc:
+            raise InputError(self.name, f"cannot be read: {exc}") from None
+
+    @property
+    def fingerprint(self) -> str:
+        """CRC-32 and size of the content: what the load records to know it again."""
+        if self._fingerprint is not None:
+            return self._fingerprint
+        crc, size = 0, 0
+        with self.open() as handle:
+            while chunk := handle.read(_CHUNK):
+                crc, size = zlib.crc32(chunk, crc), size + len(chunk)
+        object.__setattr__(self, "_fingerprint", f"crc32:{crc:08x}:{size}")
+        return self._fingerprint  # type: ignore[return-value]
+
+
+@dataclass
+class Company:
+    """The files of one company: its companyfacts (or None) and its submissions files
+    (the main file and its pages, in name order; told apart when read)."""
+
+    cik: int
+    facts: Document | None = None
+    submissions: list[Document] = field(default_factory=list)
+
+
+class Universe:
+    """Companies by CIK, from archives, folders and files (see the module docstring).
+
+    Keep it open while its companies are read (a context manager): its ZIP archives stay
+    open so that members can be streamed.
+    """
+
+    def __init__(self) -> None:
+        self.companies: dict[int, Company] = {}
+        self._archives: list[zipfile.ZipFile] = []
+
+    def __enter__(self) -> Universe:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for archive in self._archives:
+            archive.close()
+        self._archives.clear()
+
+    def add(self, path: str | Path) -> None:
+        """Add an archive, a folder (its JSON files and archives, not recursively) or a file."""
+        path = Path(path)
+        if path.is_dir():
+            for child in sorted(path.iterdir()):
+                if child.is_file() and (child.suffix.lower() in (".json", ".zip")):
+                    self.add(child)
+            return
+        if not path.exists():
+            raise InputError(str(path), "file not found")
+        if zipfile.is_zipfile(path):
+            self._add_archive(path)
+            return
+        self._add_document(Document.file(path), path.name)
+
+    def _add_archive(self, path: Path) -> None:
+        try:
+            archive = zipfile.ZipFile(path)
+        except (OSError, zipfile.BadZipFile) as exc:
+            raise InputError(str(path), f"not a readable ZIP archive: {exc}") from None
+        self._archives.append(archive)
+        hint = _kind_from_name(path.name)
+        for info in archive.infolist():
+            if info.is_dir() or not info.filename.lower().endswith(".json"):
+                continue
+            name = Path(info.filename).name
+            self._add_document(Document.member(archive, info, str(path)), name, hint)
+
+    def _add_document(self, doc: Document, name: str, hint: str | None = None) -> None:
+        kind = _kind_from_name(name) or hint
+        cik = _cik_from_name(name)
+        if kind is None or cik is None:
+            sniffed_kind, sniffed_cik = _sniff(doc)
+            kind, cik = kind or sniffed_kind, cik or sniffed_cik
+        if kind is None:
+            raise InputError(doc.name, "neither companyfacts nor submissions JSON (no entityName, facts "
+                                       "or filings at the top level)")
+        if cik is None:
+            raise InputError(doc.name, "no CIK in its name (CIK##########) or at its top level")
+        company = self.companies.setdefault(cik, Company(cik))
+        if kind == "submissions":
+            company.submissions.append(doc)
+            company.submissions.sort(key=lambda d: d.name)
+        elif company.facts is not None:
+            raise InputError(doc.name, f"a second companyfacts file for CIK {cik} (the first: {company.facts.name})")
+        else:
+            company.facts = doc
+
+
+def _kind_from_name(name: str) -> str | None:
+    lowered = name.lower()
+    if "submissions" in lowered:
+        return "submissions"
+    if "companyfacts" in lowered:
+        return "companyfacts"
+    return None
+
+
+def _cik_from_name(name: str) -> int | None:
+    match = _CIK_IN_NAME.search(name)
+    return int(match[1]) if match and int(match[1]) > 0 else None
+
+
+def _sniff(doc: Document) -> tuple[str | None, int | None]:
+    """The kind and CIK of a document from its first top-level keys (stops reading as soon
+    as both are known, or at the first large value)."""
+    kind: str | None = None
+    cik: int | None = None
+    try:
+        with doc.open() as handle:
+            for prefix, event, value in ijson.parse(handle, use_float=False):
+                if prefix == "" and event != "map_key":
+                    if event != "start_map":
+                        break
+                    continue
+                if prefix == "" and event == "map_key":
+                    if value in _FACTS_KEYS:
+                        kind = kind or "companyfacts"
+                    elif value in _SUBMISSIONS_KEYS:
+                        kind = kind or "submissions"
+                    if value in ("facts", "filings", "accessionNumber"):
+                        break  # the big value: nothing decisive follows it cheaply
+                elif prefix == "cik" and event in ("number", "string"):
+                    cik = _cik_value(value)
+                if kind and cik:
+                    break
+    except (ijson.JSONError, UnicodeDecodeError, ValueError):
+        raise InputError(doc.name, "not valid JSON") from None
+    return kind, cik
+
+
+def _cik_value(value: Any) -> int | None:
+    text = str(value)
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
+def discover(paths: Iterable[str | Path]) -> Universe:
+    """A :class:`Universe` of every company found in ``paths``."""
+    universe = Universe()
+    try:
+        for path in paths:
+            universe.add(path)
+    except BaseException:
+        universe.close()
+        raise
+    return universe
+
+
+# ------------------------------------------------------------------ selection
+
+
+def ticker_map(path: str | Path) -> dict[str, int]:
+    """Tickers (upper case) to CIKs from the SEC's ``company_tickers.json``."""
+    file = str(path)
+    try:
+        data = json.loads(Path(path).read_bytes())
+    except FileNotFoundError:
+        raise InputError(file, "file not found") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(file, f"not valid JSON: {exc}") from None
+    rows = data.values() if isinstance(data, dict) else data if isinstance(data, list) else None
+    if rows is None:
+        raise InputError(file, "expected the SEC's company_tickers.json: an object of "
+                               '{"cik_str": ..., "ticker": ...} entries')
+    out: dict[str, int] = {}
+    for n, row in enumerate(rows):
+        if not isinstance(row, dict) or "ticker" not in row or "cik_str" not in row:
+            raise InputError(f"{file}: entry {n}", "needs cik_str and ticker")
+        cik = _cik_value(row["cik_str"])
+        if cik is None or not isinstance(row["ticker"], str) or not row["ticker"]:
+            raise InputError(f"{file}: entry {n}", f"bad cik_str or ticker: {row!r}")
+        out.setdefault(row["ticker"].upper(), cik)
+    return out
+
+
+def parse_ciks(items: Iterable[str], where: str) -> list[int]:
+    """CIKs from text (``320193``, ``0000320193``, ``CIK0000320193``), refusing anything else."""
+    out = []
+    for item in items:
+        text = item.strip()
+        if not text:
+            continue
+        digits = text[3:] if text.upper().startswith("CIK") else text
+        cik = _cik_value(digits)
+        if cik is None or len(digits) > 10:
+            raise InputError(where, f"not a CIK: {item!r}")
+        out.append(cik)
+    return out
+
+
+def select(universe: Universe, ciks: Iterable[int] | None = None,
+           tickers: Iterable[str] | None = None, tickers_file: str | Path | None = None) -> list[Company]:
+    """The companies asked for, in CIK order: all of them when neither ``ciks`` nor
+    ``tickers`` is given; else those CIKs and the CIKs of those tickers (a CIK with no
+    file in the universe comes back without files). A ticker not in ``tickers_file`` is an
+    error naming it."""
+    wanted: set[int] | None = None
+    if ciks is not None:
+        wanted = set(ciks)
+    if tickers is not None:
+        tickers = [t.strip().upper() for t in tickers if t.strip()]
+        if tickers_file is None:
+            raise InputError("--tickers", "selecting by ticker needs the SEC's company_tickers.json "
+                                          "(--company-tickers FILE)")
+        known = ticker_map(tickers_file)
+        unknown = [t for t in tickers if t not in known]
+        if unknown:
+            raise InputError(str(tickers_file), f"no such ticker(s): {', '.join(unknown)}")
+        wanted = (wanted or set()) | {known[t] for t in tickers}
+    if wanted is None:
+        return [universe.companies[c] for c in sorted(universe.companies)]
+    return [universe.companies.get(c) or Company(c) for c in sorted(wanted)]
+
+
+def companies(paths: Iterable[str | Path], **selection: Any) -> Iterator[Company]:
+    """Discover ``paths`` and yield the selected companies (keeping the archives open
+    until the iteration ends)."""
+    with discover(paths) as universe:
+        yield from select(universe, **selection)
