@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 a graphmem error (bad input, not found, server fault),
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -196,19 +197,80 @@ def load() -> None:
 
 @load.command("companyfacts")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--submissions", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="The company's submissions JSON (acceptance times).")
+@click.option("--submissions", type=click.Path(exists=True, dir_okay=False, path_type=Path), multiple=True,
+              help="The company's submissions JSON (acceptance times); repeat it for its paged files.")
+@click.option("--quarantine", "quarantine_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write every quarantined row to this file (JSON Lines).")
 @_scoped
 @_json_opt
-def load_companyfacts(file: Path, submissions: Path | None, tenant: str,
+def load_companyfacts(file: Path, submissions: tuple[Path, ...], quarantine_file: Path | None, tenant: str,
                       scope_keys: tuple[str, ...], as_json: bool) -> None:
     """Load an SEC companyfacts JSON file (idempotent; one transaction per filing)."""
     from .loaders import sec
 
-    with _connect() as mem:
+    with _connect() as mem, _quarantine(quarantine_file) as sink:
         mem.migrate()
-        report = sec.load(mem, _scope(tenant, scope_keys), file, submissions)
+        report = sec.load(mem, _scope(tenant, scope_keys), file, list(submissions), quarantine=sink)
     _dump(report.model_dump()) if as_json else click.echo(render.load_report(report))
+
+
+@contextlib.contextmanager
+def _quarantine(path: Path | None) -> Any:
+    """The JSON Lines sink of --quarantine FILE (None without it)."""
+    if path is None:
+        yield None
+        return
+    from .loaders.quarantine import JsonLines
+
+    with JsonLines(path) as sink:
+        yield sink
+
+
+def _items(values: tuple[str, ...]) -> list[str]:
+    """Repeated and comma-separated option values, as one list."""
+    return [part for value in values for part in value.split(",") if part.strip()]
+
+
+@load.command("edgar")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--cik", "ciks", multiple=True, metavar="CIK[,CIK...]", help="Load only these companies.")
+@click.option("--ciks-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Load only the CIKs in this file (one per line).")
+@click.option("--tickers", multiple=True, metavar="TICKER[,TICKER...]",
+              help="Load only these tickers' companies (needs --company-tickers).")
+@click.option("--company-tickers", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The SEC's company_tickers.json, to find the CIKs of --tickers.")
+@click.option("--quarantine", "quarantine_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write every quarantined row to this file (JSON Lines).")
+@click.option("--no-resume", is_flag=True,
+              help="Write every filing again (the write path's idempotency keeps the graph as it is).")
+@_scoped
+@_json_opt
+def load_edgar(paths: tuple[Path, ...], ciks: tuple[str, ...], ciks_file: Path | None, tickers: tuple[str, ...],
+               company_tickers: Path | None, quarantine_file: Path | None, no_resume: bool, tenant: str,
+               scope_keys: tuple[str, ...], as_json: bool) -> None:
+    """Load a universe of SEC companies: the bulk archives companyfacts.zip and
+    submissions.zip (read without unpacking), folders of CIK##########.json files, or
+    single files. Resumable: a re-run skips what is recorded. Exit 1 when a company
+    failed or was asked for and not found (the report lists them)."""
+    from .loaders import edgar, universe
+
+    wanted = universe.parse_ciks(_items(ciks), "--cik") if ciks else None
+    if ciks_file is not None:
+        lines = ciks_file.read_text(encoding="utf-8-sig").splitlines()
+        wanted = (wanted or []) + universe.parse_ciks(lines, str(ciks_file))
+    scope = _scope(tenant, scope_keys)
+    with universe.discover(paths) as found, _connect() as mem, _quarantine(quarantine_file) as sink:
+        chosen = universe.select(found, ciks=wanted, tickers=_items(tickers) if tickers else None,
+                                 tickers_file=company_tickers)
+        mem.migrate()
+        report = edgar.load(mem, scope, chosen, resume=not no_resume, quarantine=sink)
+    click.echo(edgar.report_json(report) if as_json else render.universe_report(report))
+    bad = [c for c in report.companies if c.status in ("failed", "missing")]
+    if bad:
+        raise InputError("load edgar", f"{len(bad)} of {len(report.companies)} companies not loaded: "
+                         + ", ".join(f"CIK {c.cik} ({c.status})" for c in bad[:10])
+                         + (" ..." if len(bad) > 10 else ""))
 
 
 @load.command("kpi")
