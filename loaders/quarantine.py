@@ -43,8 +43,8 @@ REASONS = {
 
 class Quarantined(BaseModel):
     """One row kept out of a load, and why. ``row`` is the row's index in its unit's list
-    (for a submissions file: in its column lists); ``accession`` is the row's ``accn``
-    when it is a string."""
+    (for a submissions file: in its column lists); ``accession`` is the row's filing
+    when it names one (``accn`` is an accession number)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -175,6 +175,11 @@ def _cik(value: Any, where: str) -> int:
     return int(value)
 
 
+def _accession_of(value: Any) -> str | None:
+    """``value`` when it is an accession number (what a quarantine record names)."""
+    return value if isinstance(value, str) and _ACCESSION.match(value) else None
+
+
 class _Problem(Exception):
     """A row that cannot be a fact: its quarantine reason (see quarantine.REASONS) and detail."""
 
@@ -337,9 +342,8 @@ def _read_facts(doc: Document, spool: Spool, sink: Sink | None) -> _Read:
         try:
             filing, start, end, value = checks.check(row, unit)
         except _Problem as problem:  # named here, not built for every row that passes
-            accession = row.get("accn") if isinstance(row, dict) else None
             record = Quarantined(file=file, attribute=f"{taxonomy}:{concept}", unit=str(unit), row=int(index),
-                                 accession=accession if isinstance(accession, str) else None,
+                                 accession=_accession_of(row.get("accn") if isinstance(row, dict) else None),
                                  reason=problem.reason, detail=problem.detail)
             kept.append(record)
             if sink is not None:
@@ -424,8 +428,7 @@ def read_submissions(docs: Sequence[Document], cik: int, sink: Sink | None = Non
                 if text not in (None, ""):
                     out.times[number] = text
                 continue
-            record = Quarantined(file=doc.name, row=index, reason="bad-acceptance",
-                                 accession=number if isinstance(number, str) else None,
+            record = Quarantined(file=doc.name, row=index, reason="bad-acceptance", accession=_accession_of(number),
                                  detail=f"{where} row {index}: {problem}")
             out.quarantined.append(record)
             if sink is not None:
@@ -730,13 +733,14 @@ def read(companyfacts: str | Path | Document, submissions: Sequence[str | Path |
 def load(mem: Any, scope: Any, companyfacts: str | Path | Document,
          submissions: str | Path | Document | Sequence[str | Path | Document] | None = None, *,
          ny_clock: bool | None = None, reround: bool = True, show_progress: bool | None = None,
-         quarantine: Sink | None = None) -> LoadReport:
+         quarantine: Sink | None = None, resume: bool = True) -> LoadReport:
     """Load one companyfacts file (and the company's submissions files, for acceptance
     times) into ``mem``: :func:`graphmem.loaders.edgar.load_company` for one company.
 
     Returns its :class:`LoadReport`; raises InputError for a file that is not
     companyfacts JSON. Rows that cannot be facts are quarantined (``quarantine`` receives
-    each record; the report counts them by reason).
+    each record; the report counts them by reason). Filings a previous load recorded
+    are not written again unless ``resume=False``.
     """
     from .edgar import load_files  # the online write builds on this module
 
@@ -747,7 +751,7 @@ def load(mem: Any, scope: Any, companyfacts: str | Path | Document,
     else:
         docs = list(submissions)
     return load_files(mem, scope, companyfacts, docs, ny_clock=ny_clock, reround=reround,
-                      show_progress=show_progress, quarantine=quarantine)
+                      show_progress=show_progress, quarantine=quarantine, resume=resume)
 
 
 class _Periods(dict[tuple[str | None, str], Period]):
