@@ -48,7 +48,7 @@ from graphmem.values import digest
 from . import sec
 from ._common import LoadReport, universe_progress, write_filing
 from .quarantine import Sink
-from .spool import Spool, clean_stale
+from .spool import clean_stale
 from .universe import Company, Document
 
 __all__ = ["CompanyReport", "UniverseReport", "load", "load_company", "load_files"]
@@ -133,9 +133,7 @@ def load_company(mem: Memory, scope: Scope, company: Company, *, ny_clock: bool 
             return report.model_copy(update={"status": "recorded", "seconds": round(time.monotonic() - started, 3)})
     report = CompanyReport(file=file, cik=company.cik)
     try:
-        with Spool() as spool:
-            facts = sec.read(company.facts, company.submissions, spool=spool, ny_clock=ny_clock, reround=reround,
-                             sink=quarantine)
+        with sec.reading(company, ny_clock=ny_clock, reround=reround, sink=quarantine) as facts:
             report = _write(mem, scope, facts, report, resume, fingerprint, advance)
     except InputError as exc:
         if fail:

@@ -98,6 +98,7 @@ import zipfile
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -113,10 +114,10 @@ from . import availability as av
 from ._common import LoadReport, unit_problem
 from .quarantine import Quarantined, Sink
 from .spool import Row, Spool
-from .universe import Document
+from .universe import Company, Document
 
 __all__ = ["Acceptances", "Batch", "CompanyFacts", "LoadReport", "entity_id", "filing_uri", "load", "read",
-           "read_json", "read_submissions", "rerounds"]
+           "read_json", "read_submissions", "reading", "rerounds"]
 
 _ACCESSION = re.compile(r"^\d{10}-\d{2}-\d{6}$")
 _REQUIRED = ("end", "val", "accn", "form", "filed")
@@ -728,6 +729,24 @@ def read(companyfacts: str | Path | Document, submissions: Sequence[str | Path |
     entity = Entity(id=entity_id(found.cik), name=found.name, kind="company", aliases=acceptances.tickers)
     return CompanyFacts(facts_doc.name, entity, found.cik, found.rows, plan, acceptances,
                         found.quarantined + acceptances.quarantined, found.case_variants, spool, reround, sink)
+
+
+@contextmanager
+def reading(company: Company, *, ny_clock: bool | None = None, reround: bool = True,
+            sink: Sink | None = None) -> Iterator[CompanyFacts]:
+    """:func:`read` of a universe's company (see :mod:`.universe`), with a spool of its
+    own that is deleted when the block ends: the input of any writer, online or not::
+
+        with universe.discover(paths) as found:
+            for company in universe.select(found):
+                with sec.reading(company) as facts:
+                    for batch in facts.batches():
+                        ...  # batch.source, batch.items; facts.quarantined, batch.quarantined
+    """
+    if company.facts is None:
+        raise InputError(f"CIK {company.cik}", "no companyfacts file for this CIK in the inputs")
+    with Spool() as spool:
+        yield read(company.facts, company.submissions, spool=spool, ny_clock=ny_clock, reround=reround, sink=sink)
 
 
 def load(mem: Any, scope: Any, companyfacts: str | Path | Document,

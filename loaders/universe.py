@@ -30,7 +30,7 @@ import json
 import re
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -294,10 +294,3 @@ def select(universe: Universe, ciks: Iterable[int] | None = None,
     if wanted is None:
         return [universe.companies[c] for c in sorted(universe.companies)]
     return [universe.companies.get(c) or Company(c) for c in sorted(wanted)]
-
-
-def companies(paths: Iterable[str | Path], **selection: Any) -> Iterator[Company]:
-    """Discover ``paths`` and yield the selected companies (keeping the archives open
-    until the iteration ends)."""
-    with discover(paths) as universe:
-        yield from select(universe, **selection)
