@@ -9,8 +9,8 @@ filings became public, through graphmem's own write path (``Memory.record``'s wo
 Resuming without the read rule. Each filing's transaction also writes a *load mark*
 (``load.mark``: the filing's accession and the digest of what it wrote, see
 ``sec.Batch``), and once every filing of a company is in, a company mark records the
-fingerprint of its files (the CRC-32 and size a ZIP archive keeps for each member, or
-one pass over a file on disk), the options, and the company's report. A run then
+fingerprint of its files (the CRC-32 and size a ZIP archive keeps for each member, or a
+file's size and modification time), the options, and the company's report. A run then
 
 * skips a company whose mark matches its files, without reading them (one lookup);
 * else reads the company and skips each filing whose mark matches its digest (one

@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import re
 import zipfile
-import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +39,6 @@ import ijson
 from graphmem.errors import InputError
 
 _CIK_IN_NAME = re.compile(r"CIK0*(\d{1,10})", re.IGNORECASE)
-_CHUNK = 1 << 20
 #: Top-level keys that tell a companyfacts file from a submissions file or page.
 _FACTS_KEYS = frozenset({"entityName", "facts"})
 _SUBMISSIONS_KEYS = frozenset({"filings", "accessionNumber", "entityType", "name", "tickers"})
@@ -51,8 +49,7 @@ class Document:
     """One JSON document: a file on disk or a member of a ZIP archive, opened as a stream.
 
     ``name`` names it in every message (``companyfacts.zip:CIK0000320193.json`` for a
-    member); ``fingerprint`` identifies its content without reading it when the archive
-    says it (a member's CRC-32 and size), else from one pass over the file.
+    member); ``fingerprint`` identifies its content without reading it (see there).
     """
 
     name: str
@@ -62,7 +59,11 @@ class Document:
     @classmethod
     def file(cls, path: str | Path) -> Document:
         path = Path(path)
-        return cls(str(path), lambda: path.open("rb"))
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            raise InputError(str(path), "file not found") from None
+        return cls(str(path), lambda: path.open("rb"), f"stat:{stat.st_size}:{stat.st_mtime_ns}")
 
     @classmethod
     def member(cls, archive: zipfile.ZipFile, info: zipfile.ZipInfo, label: str) -> Document:
@@ -79,15 +80,9 @@ class Document:
 
     @property
     def fingerprint(self) -> str:
-        """CRC-32 and size of the content: what the load records to know it again."""
-        if self._fingerprint is not None:
-            return self._fingerprint
-        crc, size = 0, 0
-        with self.open() as handle:
-            while chunk := handle.read(_CHUNK):
-                crc, size = zlib.crc32(chunk, crc), size + len(chunk)
-        object.__setattr__(self, "_fingerprint", f"crc32:{crc:08x}:{size}")
-        return self._fingerprint  # type: ignore[return-value]
+        """What identifies the content without reading it: a member's CRC-32 and size as
+        its archive records them, a file's size and modification time."""
+        return self._fingerprint or ""
 
 
 @dataclass

@@ -438,3 +438,22 @@ def test_a_killed_load_resumes_to_the_graph_of_one_clean_load(uri, tmp_path):
         assert done.returncode == 0, done.stderr
         assert mem.counts(killed) == mem.counts(clean)
         assert _dump(mem, killed) == _dump(mem, clean)
+
+
+def test_a_row_beyond_graphmem_bounds_is_quarantined(mem, scope, tmp_path):
+    """A value graphmem's models refuse (71 significant digits) is quarantined when its
+    filing's facts are built, naming its row; the filing's other rows load. The bounds
+    live in graphmem.limits: until they exist there is nothing to refuse."""
+    limits = pytest.importorskip("graphmem.limits")
+    huge = 10 ** (limits.DECIMAL_DIGITS + 6) + 1
+    accession = "0000004242-24-000001"
+    path = _tiny(tmp_path, {"us-gaap": {"Big": {"units": {"USD": [_row(accession, "10-K", 1),
+                                                                   _row(accession, "10-K", huge, end="2022-12-31")]}}}})
+    kept: list = []
+    report = sec.load(mem, scope, path, quarantine=kept.append)
+    assert [(q.attribute, q.unit, q.row, q.accession, q.reason) for q in kept] == [
+        ("us-gaap:Big", "USD", 1, accession, "out-of-bounds")]
+    assert report.quarantine == {"out-of-bounds": 1} and report.quarantined_filings == [accession]
+    assert report.assertions == 1
+    assert mem.as_of(scope, entity="cik:4242", attribute="us-gaap:Big", period=Period(end=dt.date(2023, 12, 31)),
+                     cutoff=LATE).value == 1
