@@ -17,6 +17,13 @@ file's size and modification time), the options, and the company's report. A run
   lookup for all of them), writing only the rest — so a load killed in the middle
   resumes at the filing that was being written, which its transaction left out whole.
 
+Combined filings. One accession can be filed for several companies (a parent and its
+subsidiaries). Its Source belongs to the company that recorded it first (publisher,
+uri, cik); the next company's Source for it gets the id ``<accession>:cik:<CIK>``
+(``sec.CompanyFacts.source_id``), found with one lookup per company, so each company
+supersedes its own figures. Which company keeps the bare accession depends on the order
+of loading (a universe loads in CIK order).
+
 A mark only saves work: the write path's idempotency stays the safety net (a filing
 written twice changes nothing), and ``resume=False`` writes every filing again through
 it. A company whose files are not companyfacts JSON, or whose filing is refused, fails
@@ -41,6 +48,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from graphmem.errors import InputError
+from graphmem.facts import source_uid
 from graphmem.memory import Memory
 from graphmem.models import Scope
 from graphmem.values import digest
@@ -101,12 +109,27 @@ def _company_digest(company: Company, options: dict[str, Any]) -> str:
     return digest(sec.DIGEST_VERSION, files, sorted(options.items()))
 
 
+def _filing_mark(entity: str, accession: str) -> str:
+    """A filing mark's id: the company's, since a combined filing is one accession of
+    several companies."""
+    return f"{entity}/{accession}"
+
+
 def _marks(mem: Memory, scope: Scope, cik: int, accessions: Sequence[str]) -> dict[tuple[str, str], dict[str, Any]]:
     """The company mark and the filing marks of these accessions, by (kind, id)."""
-    uids = [_mark_uid(scope, "company", sec.entity_id(cik))]
-    uids += [_mark_uid(scope, "filing", a) for a in accessions]
+    entity = sec.entity_id(cik)
+    uids = [_mark_uid(scope, "company", entity)]
+    uids += [_mark_uid(scope, "filing", _filing_mark(entity, a)) for a in accessions]
     rows = mem.db.read_all("load.marks", uids=uids, tenant=scope.tenant, scope=scope.id)
     return {(row["kind"], row["id"]): row for row in rows}
+
+
+def _shared(mem: Memory, scope: Scope, facts: sec.CompanyFacts) -> frozenset[str]:
+    """The accessions of this company that another company's load recorded as its own
+    source already: combined filings of several registrants (see ``sec.source_id``)."""
+    uids = {source_uid(scope, a): a for a in facts.accessions}
+    rows = mem.db.read_all("source.get_many", uids=list(uids), tenant=scope.tenant, scope=scope.id)
+    return frozenset(uids[r["uid"]] for r in rows if r["publisher"] != facts.entity.id)
 
 
 def load_company(mem: Memory, scope: Scope, company: Company, *, ny_clock: bool | None = None,
@@ -152,10 +175,10 @@ def _write(mem: Memory, scope: Scope, facts: sec.CompanyFacts, report: CompanyRe
         "missing_pages": list(facts.acceptances.missing_pages)})
     report.add_quarantined(facts.quarantined)
     marks = _marks(mem, scope, facts.cik, facts.accessions) if resume else {}
-    recorded = {ident: m["digest"] for (kind, ident), m in marks.items() if kind == "filing"}
+    recorded = {ident.rpartition("/")[2]: m["digest"] for (kind, ident), m in marks.items() if kind == "filing"}
     mem.put_entity(scope, facts.entity)
     report.entities = 1
-    for batch in facts.batches(recorded):
+    for batch in facts.batches(recorded, _shared(mem, scope, facts)):
         report.sources += 1
         report.add_rule(batch.source.meta["available_by_rule"])
         report.rerounded += batch.rerounded
@@ -164,7 +187,8 @@ def _write(mem: Memory, scope: Scope, facts: sec.CompanyFacts, report: CompanyRe
             report.filings_recorded += 1
         else:
             where = f"{facts.file}: accession {batch.source.id}"
-            mark = {"uid": _mark_uid(scope, "filing", batch.source.id), "kind": "filing", "id": batch.source.id,
+            ident = _filing_mark(facts.entity.id, batch.source.meta["accession"])
+            mark = {"uid": _mark_uid(scope, "filing", ident), "kind": "filing", "id": ident,
                     "digest": batch.digest, "report": None}
             result = write_filing(mem, scope, batch.source, batch.items, where, mark)
             report.sources_recorded += result.sources_recorded

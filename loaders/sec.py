@@ -615,29 +615,38 @@ class CompanyFacts:
     def accessions(self) -> list[str]:
         return [filing.accession for filing, _ in self.plan]
 
-    def source(self, filing: _Filing, when: av.Availability) -> Source:
+    def source_id(self, accession: str, shared: frozenset[str] = frozenset()) -> str:
+        """The id of a filing's Source: its accession number, or for a filing that
+        another company already recorded under that id (a combined filing of several
+        registrants), the accession and this company's entity id
+        (``0001193125-24-000123:cik:1326160``)."""
+        return f"{accession}:{self.entity.id}" if accession in shared else accession
+
+    def source(self, filing: _Filing, when: av.Availability, shared: frozenset[str] = frozenset()) -> Source:
         """The Source of one filing (see the module docstring)."""
         meta = {"available_by_rule": when.rule, "form": filing.form, "filed": filing.filed.isoformat(),
                 "accession": filing.accession, "cik": str(self.cik)}
         if filing.accession in self.acceptances.times:
             meta["acceptance"] = self.acceptances.times[filing.accession]
-        return Source(id=filing.accession, kind=filing.form, authority=Authority.PRIMARY, available_by=when.at,
-                      publisher=self.entity.id, uri=filing_uri(self.cik, filing.accession),
+        return Source(id=self.source_id(filing.accession, shared), kind=filing.form, authority=Authority.PRIMARY,
+                      available_by=when.at, publisher=self.entity.id, uri=filing_uri(self.cik, filing.accession),
                       title=f"{filing.form} filed {filing.filed.isoformat()}", meta=meta)
 
-    def batches(self, recorded: Mapping[str, str] | None = None) -> Iterator[Batch]:
+    def batches(self, recorded: Mapping[str, str] | None = None,
+                shared: frozenset[str] = frozenset()) -> Iterator[Batch]:
         """Each filing's Batch, in publication order. ``recorded`` maps accessions to the
         digest a previous load recorded for them: a filing with the same digest now is
-        yielded ``recorded`` without its FactIns (see the module docstring)."""
+        yielded ``recorded`` without its FactIns (see the module docstring). ``shared``:
+        accessions another company recorded already (see :meth:`source_id`)."""
         recorded = recorded or {}
         for filing, when in self.plan:
-            source = self.source(filing, when)
+            source = self.source(filing, when, shared)
             rows, values, rerounded = self._values(filing)
             digest = _digest(source, rows, values)
             if recorded.get(filing.accession) == digest:
                 yield Batch(source, [], digest, len(rows), rerounded, _duplicates(rows, values), [], recorded=True)
                 continue
-            items, refused = self._facts(filing, rows, values)
+            items, refused = self._facts(filing, source.id, rows, values)
             yield Batch(source, items, digest, len(rows), rerounded, _duplicates(rows, values), refused)
 
     def _values(self, filing: _Filing) -> tuple[list[Row], list[Decimal], int]:
@@ -661,7 +670,7 @@ class CompanyFacts:
         self.spool.keep_current(changed)  # only what moved: the rest is in the spool already
         return rows, values, rerounded
 
-    def _facts(self, filing: _Filing, rows: list[Row], values: list[Decimal]
+    def _facts(self, filing: _Filing, source_id: str, rows: list[Row], values: list[Decimal]
                ) -> tuple[list[FactIn], list[Quarantined]]:
         """The FactIns of a filing; a row whose FactIn graphmem refuses is quarantined."""
         items: list[FactIn] = []
@@ -671,7 +680,7 @@ class CompanyFacts:
             try:
                 items.append(FactIn(entity=self.entity.id, attribute=f"{row.taxonomy}:{row.concept}",
                                     unit=row.unit, period=periods.of(row.start, row.end), value=value,
-                                    sources=(filing.accession,)))
+                                    sources=(source_id,)))
             except (ValidationError, InputError, ValueError) as exc:
                 record = Quarantined(file=self.file, attribute=f"{row.taxonomy}:{row.concept}", unit=row.unit,
                                      row=row.index, accession=filing.accession, reason="out-of-bounds",

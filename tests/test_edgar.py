@@ -457,3 +457,29 @@ def test_a_row_beyond_graphmem_bounds_is_quarantined(mem, scope, tmp_path):
     assert report.assertions == 1
     assert mem.as_of(scope, entity="cik:4242", attribute="us-gaap:Big", period=Period(end=dt.date(2023, 12, 31)),
                      cutoff=LATE).value == 1
+
+
+def test_a_combined_filing_of_two_companies_loads_for_both(mem, scope, tmp_path):
+    """One accession filed for a parent and its subsidiary: each company's facts are
+    evidenced by a source of its own (publisher its CIK), so each loads whole and a later
+    filing of either supersedes only its own figures."""
+    combined = "0001111111-24-000001"
+    parent = _tiny(tmp_path, {"us-gaap": {"Assets": {"units": {"USD": [_row(combined, "10-K", 100)]}}}}, cik=1111111)
+    child = _tiny(tmp_path, {"us-gaap": {"Assets": {"units": {"USD": [
+        _row(combined, "10-K", 40), _row("0002222222-24-000009", "10-Q", 41, filed="2024-05-01")]}}}}, cik=2222222)
+    with universe.discover([parent, child]) as found:
+        report = edgar.load(mem, scope, universe.select(found))
+        assert [c.status for c in report.companies] == ["loaded", "loaded"]
+        assert [c.status for c in edgar.load(mem, scope, universe.select(found)).companies] == ["recorded"] * 2
+    own = mem.source(scope, f"{combined}:cik:2222222")
+    assert own.publisher == "cik:2222222" and own.meta["accession"] == combined and own.kind == "10-K"
+    assert mem.source(scope, combined).publisher == "cik:1111111"
+    period = Period(end=dt.date(2023, 12, 31))
+
+    def assets(entity: str, cutoff: dt.datetime):
+        return mem.as_of(scope, entity=entity, attribute="us-gaap:Assets", period=period, cutoff=cutoff)
+
+    spring = dt.datetime(2024, 3, 1, tzinfo=UTC)
+    assert assets("cik:1111111", spring).value == 100 and assets("cik:2222222", spring).value == 40
+    assert assets("cik:2222222", LATE).value == 41  # superseded by its own later filing
+    assert assets("cik:2222222", LATE).status == "active"
