@@ -266,6 +266,9 @@ def load_edgar(paths: tuple[Path, ...], ciks: tuple[str, ...], ciks_file: Path |
         mem.migrate()
         report = edgar.load(mem, scope, chosen, resume=not no_resume, quarantine=sink)
     click.echo(edgar.report_json(report) if as_json else render.universe_report(report))
+    if found.skipped:
+        click.echo(f"skipped {len(found.skipped)} file(s) that are not EDGAR JSON: {', '.join(found.skipped[:5])}"
+                   + (" ..." if len(found.skipped) > 5 else ""), err=True)
     bad = [c for c in report.companies if c.status in ("failed", "missing")]
     if bad:
         raise InputError("load edgar", f"{len(bad)} of {len(report.companies)} companies not loaded: "

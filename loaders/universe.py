@@ -104,6 +104,7 @@ class Universe:
 
     def __init__(self) -> None:
         self.companies: dict[int, Company] = {}
+        self.skipped: list[str] = []  # files in a folder that are not EDGAR JSON
         self._archives: list[zipfile.ZipFile] = []
 
     def __enter__(self) -> Universe:
@@ -118,12 +119,21 @@ class Universe:
         self._archives.clear()
 
     def add(self, path: str | Path) -> None:
-        """Add an archive, a folder (its JSON files and archives, not recursively) or a file."""
+        """Add an archive, a folder (its JSON files and archives, not recursively) or a file.
+
+        A file named here that is not EDGAR JSON is an error; one found in a folder (a
+        ``company_tickers.json`` beside the archives) is skipped and listed in
+        ``skipped``."""
         path = Path(path)
         if path.is_dir():
             for child in sorted(path.iterdir()):
                 if child.is_file() and (child.suffix.lower() in (".json", ".zip")):
-                    self.add(child)
+                    try:
+                        self.add(child)
+                    except InputError:
+                        if zipfile.is_zipfile(child):
+                            raise
+                        self.skipped.append(str(child))
             return
         if not path.exists():
             raise InputError(str(path), "file not found")

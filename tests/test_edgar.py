@@ -134,7 +134,11 @@ def test_a_universe_is_found_in_archives_folders_and_files(tmp_path):
     folder.mkdir()
     (folder / "CIK0001835632.json").write_bytes(MARVELL.read_bytes())  # told by its content
     (folder / "whatever.json").write_bytes(MARVELL_SUBMISSIONS.read_bytes())  # kind and CIK from content
+    (folder / "company_tickers.json").write_text('{"0": {"cik_str": 1, "ticker": "A", "title": "A"}}')
+    with pytest.raises(InputError, match="neither companyfacts nor submissions"):
+        universe.discover([folder / "company_tickers.json"])
     with universe.discover([facts_zip, subs_zip, folder, TSMC, TSMC_SUBMISSIONS]) as found:
+        assert found.skipped == [str(folder / "company_tickers.json")]
         companies = {c.cik: c for c in universe.select(found)}
         assert sorted(companies) == [749647, 1046179, 1835632, 1997711]
         assert companies[1997711].facts.name == f"{facts_zip}:CIK0001997711.json"
