@@ -74,12 +74,27 @@ def child_load(spec: dict[str, Any]) -> dict[str, Any]:
         for run in runs:
             rss_before = current_rss_mb()
             t = time.perf_counter()
-            report = edgar.load(mem, scope, chosen, show_progress=False)
+            report = edgar.load(mem, scope, _logged(chosen, run, spec["rows_per_company"], t),
+                                total=len(chosen), show_progress=False)
             wall = time.perf_counter() - t
             totals = report.totals()
             out[run] = {"seconds": wall, "rows": totals["rows"], "rows_per_s": totals["rows"] / wall,
                         "rss_before_mb": rss_before, "peak_rss_mb": peak_rss_mb(), "totals": totals}
     return out
+
+
+def _logged(companies: list[Any], run: str, rows_per_company: int, started: float) -> Any:
+    """The companies, with a progress line on stderr every 30 s (companies and rows done,
+    the rate so far, the RSS): a long run shows its figures before it ends."""
+    last = started
+    for n, company in enumerate(companies):
+        now = time.perf_counter()
+        if now - last > 30 and n:
+            last = now
+            log(f"  {run}: {n}/{len(companies)} companies, ~{n * rows_per_company:,} rows in {now - started:.0f}s "
+                f"(~{n * rows_per_company / (now - started):,.0f} rows/s), RSS {current_rss_mb():.0f} MB, "
+                f"peak {peak_rss_mb():.0f} MB, load {load_average()}")
+        yield company
 
 
 def child_raw(spec: dict[str, Any]) -> dict[str, Any]:
@@ -113,10 +128,10 @@ def child_raw(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_child(case: str, spec: dict[str, Any]) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, __file__, "--child", case, json.dumps(spec)], capture_output=True,
-                          text=True, check=False, cwd=str(ROOT / "bench"))
+    proc = subprocess.run([sys.executable, __file__, "--child", case, json.dumps(spec)], stdout=subprocess.PIPE,
+                          text=True, check=False, cwd=str(ROOT / "bench"))  # its stderr: ours
     if proc.returncode != 0:
-        sys.exit(f"{case} failed:\n{proc.stderr[-4000:]}")
+        sys.exit(f"{case} failed")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -136,6 +151,7 @@ def main() -> None:
     parser.add_argument("--raw-every", type=int, default=10)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--dir", type=Path, help="write the universe here and keep it (reused when it is there)")
     parser.add_argument("--keep", action="store_true", help="keep the bench tenants")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -158,12 +174,17 @@ def main() -> None:
                                "load_average": {"start": load_average()}, "cases": {}}
     with tempfile.TemporaryDirectory(prefix="bench-edgar-") as tmp:
         t = time.perf_counter()
-        paths = shape.write_zips(tmp)
+        folder = args.dir / f"universe-{shape.companies}x{shape.filings}x{shape.concepts}-{shape.seed}" if args.dir \
+            else Path(tmp)
+        done = folder / "company_tickers.json"  # written last
+        paths = ({"companyfacts": folder / "companyfacts.zip", "submissions": folder / "submissions.zip"}
+                 if done.exists() else shape.write_zips(folder))
         log(f"universe: {shape.companies} companies, {shape.rows:,} rows, written in "
             f"{time.perf_counter() - t:.1f}s ({paths['companyfacts'].stat().st_size / 2**20:.0f} MiB zipped)")
         with graphmem.Memory.from_env() as mem:
             mem.migrate()
-        spec = {"paths": [str(paths["companyfacts"]), str(paths["submissions"])], "raw_every": args.raw_every}
+        spec = {"paths": [str(paths["companyfacts"]), str(paths["submissions"])], "raw_every": args.raw_every,
+                "rows_per_company": shape.rows // shape.companies}
         results["cases"]["raw"] = run_child("raw", spec)
         log(f"raw baseline: {results['cases']['raw']['rows_per_s']:,.0f} rows/s")
         tenants = []

@@ -333,7 +333,7 @@ def _read_facts(doc: Document, spool: Spool, sink: Sink | None) -> _Read:
     checks = _Rows()
     rows = 0
     kept: list[Quarantined] = []
-    units: dict[str, set[str]] = defaultdict(set)  # attribute -> its units (case variants)
+    units: dict[tuple[str, str], set[str]] = defaultdict(set)  # (taxonomy, concept) -> its units
     for location, row in _stream(doc):
         if len(location) == 1:
             top[str(location[0])] = row
@@ -350,7 +350,7 @@ def _read_facts(doc: Document, spool: Spool, sink: Sink | None) -> _Read:
             if sink is not None:
                 sink(record)
             continue
-        units[f"{taxonomy}:{concept}"].add(unit)
+        units[taxonomy, concept].add(unit)
         spool.add(filing.accession, Row(taxonomy, concept, unit, start, end, value, int(index)))
         zeros = _trailing_zeros(value)
         if zeros is not None:
@@ -362,8 +362,8 @@ def _read_facts(doc: Document, spool: Spool, sink: Sink | None) -> _Read:
     cik = _cik(top["cik"], f"{file}: cik")
     name = top.get("entityName")
     spool.seal()
-    variants = sorted(f"{attribute} [{', '.join(sorted(found))}]" for attribute, found in units.items()
-                      if len({u.lower() for u in found}) < len(found))
+    variants = sorted(f"{taxonomy}:{concept} [{', '.join(sorted(found))}]" for (taxonomy, concept), found
+                      in units.items() if len({u.lower() for u in found}) < len(found))
     return _Read(cik, name.strip() if isinstance(name, str) and name.strip() else None,
                  checks.filings, rows, kept, variants)
 
