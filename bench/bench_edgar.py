@@ -153,6 +153,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--dir", type=Path, help="write the universe here and keep it (reused when it is there)")
     parser.add_argument("--keep", action="store_true", help="keep the bench tenants")
+    parser.add_argument("--rerun-tenant", help="only re-run the load of the first --sizes companies into this "
+                                                "tenant, where an earlier run recorded them")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -185,6 +187,12 @@ def main() -> None:
             mem.migrate()
         spec = {"paths": [str(paths["companyfacts"]), str(paths["submissions"])], "raw_every": args.raw_every,
                 "rows_per_company": shape.rows // shape.companies}
+        if args.rerun_tenant:  # the all-recorded re-run alone, over companies an earlier run loaded
+            out = run_child("load", {**spec, "tenant": args.rerun_tenant, "size": sizes[0]})
+            log(f"re-run of {sizes[0]} recorded companies ({out['load']['rows']:,} rows): "
+                f"{out['load']['seconds']:.2f}s, statuses {out['load']['totals']['companies']}")
+            print(json.dumps(out, indent=2, default=str))
+            return
         results["cases"]["raw"] = run_child("raw", spec)
         log(f"raw baseline: {results['cases']['raw']['rows_per_s']:,.0f} rows/s")
         tenants = []
