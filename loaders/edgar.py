@@ -93,10 +93,6 @@ class UniverseReport(BaseModel):
         out["rows_per_s"] = round(out["rows"] / self.seconds, 1) if self.seconds else None
         return out
 
-    @property
-    def failed(self) -> list[CompanyReport]:
-        return [c for c in self.companies if c.status == "failed"]
-
 
 def _mark_uid(scope: Scope, kind: str, ident: str) -> str:
     return digest(scope.id, "load-mark", kind, ident)

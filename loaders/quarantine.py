@@ -16,7 +16,6 @@ by reason, writes every record as one JSON line where the user asks
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -59,11 +58,6 @@ class Quarantined(BaseModel):
 
 #: Where quarantine records go as they are made (a JSON Lines file, a list, a counter).
 Sink = Callable[[Quarantined], None]
-
-
-def counts(records: list[Quarantined]) -> dict[str, int]:
-    """Records by reason, sorted by reason."""
-    return dict(sorted(Counter(r.reason for r in records).items()))
 
 
 class JsonLines:

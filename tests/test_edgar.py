@@ -373,7 +373,7 @@ def test_synthetic_universe_from_the_command_line_with_its_quarantine(uri, scope
 
 def test_resume_skips_recorded_companies_and_the_write_path_stays_the_safety_net(mem, scope, tmp_path):
     shape = SyntheticUniverse(companies=3, filings=8, concepts=5, malformed=1)
-    paths = shape.write_zips(tmp_path)
+    paths = shape.write_folders(tmp_path)  # CIK##########.json files: told apart by their content
     with universe.discover([paths["companyfacts"], paths["submissions"]]) as found:
         first = edgar.load(mem, scope, universe.select(found))
         counted, dumped = mem.counts(scope), _dump(mem, scope)

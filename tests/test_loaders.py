@@ -20,6 +20,7 @@ import pytest
 from graphmem.loaders import availability as av
 from graphmem.loaders import kpi, sec
 from graphmem.loaders._common import unit_ok
+from graphmem.loaders.quarantine import REASONS
 
 from graphmem import InputError, Period, Scope
 
@@ -308,6 +309,7 @@ def test_rows_that_cannot_be_facts_are_quarantined(mem, scope, tmp_path, change,
                                                REVENUE_ACCESSION, REVENUE_ACCESSION]
     else:
         assert all(q.accession == accession for q in kept)
+    assert reason in REASONS
     assert report.rows == 768 and report.quarantined == len(rows)
     assert report.quarantine == {reason: len(rows)}
     assert report.quarantined_filings == sorted({q.accession for q in kept if q.accession})
