@@ -279,10 +279,12 @@ def parse_ciks(items: Iterable[str], where: str) -> list[int]:
 
 def select(universe: Universe, ciks: Iterable[int] | None = None,
            tickers: Iterable[str] | None = None, tickers_file: str | Path | None = None) -> list[Company]:
-    """The companies asked for, in CIK order: all of them when neither ``ciks`` nor
-    ``tickers`` is given; else those CIKs and the CIKs of those tickers (a CIK with no
-    file in the universe comes back without files). A ticker not in ``tickers_file`` is an
-    error naming it."""
+    """The companies asked for, in CIK order: when neither ``ciks`` nor ``tickers`` is
+    given, every company with a companyfacts file (``submissions.zip`` also holds the
+    filers that report no XBRL facts: individuals, funds ...; they have nothing to load);
+    else those CIKs and the CIKs of those tickers (a CIK with no companyfacts file comes
+    back without one, and its load reports it missing). A ticker not in
+    ``tickers_file`` is an error naming it."""
     wanted: set[int] | None = None
     if ciks is not None:
         wanted = set(ciks)
@@ -297,5 +299,5 @@ def select(universe: Universe, ciks: Iterable[int] | None = None,
             raise InputError(str(tickers_file), f"no such ticker(s): {', '.join(unknown)}")
         wanted = (wanted or set()) | {known[t] for t in tickers}
     if wanted is None:
-        return [universe.companies[c] for c in sorted(universe.companies)]
+        return [universe.companies[c] for c in sorted(universe.companies) if universe.companies[c].facts]
     return [universe.companies.get(c) or Company(c) for c in sorted(wanted)]
