@@ -263,6 +263,10 @@ def _bad_filed(data):
     _revenue_row(data)["filed"] = "2025-02-30"
 
 
+def _empty_form(data):
+    _revenue_row(data)["form"] = " "
+
+
 def _impossible_unit(data):
     units = data["facts"]["ifrs-full"]["Revenue"]["units"]
     units["US Dollars"] = units.pop("USD")
@@ -288,10 +292,11 @@ REVENUE_ACCESSION = "0001997711-25-000030"
          "is form 20-F filed 2025-04-03 here but 20-F filed 2025-04-02 in an earlier row"),
         (_bad_filed, "USD", [5], REVENUE_ACCESSION, "bad-date", "filed: not a YYYY-MM-DD date: '2025-02-30'"),
         (_not_an_object, "USD", [5], None, "not-an-object", "row must be an object, got str"),
+        (_empty_form, "USD", [5], REVENUE_ACCESSION, "bad-form", "form must be a non-empty string, got ' '"),
         (_impossible_unit, "US Dollars", [0, 1, 2, 3, 4, 5], "*", "bad-unit", "whitespace or control characters"),
     ],
     ids=["missing-key", "wrong-type", "start-after-end", "other-form", "other-filed", "bad-filed",
-         "not-an-object", "impossible-unit"],
+         "not-an-object", "empty-form", "impossible-unit"],
 )
 def test_rows_that_cannot_be_facts_are_quarantined(mem, scope, tmp_path, change, unit, rows, accession,
                                                    reason, detail):
