@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -44,17 +44,20 @@ _FACTS_KEYS = frozenset({"entityName", "facts"})
 _SUBMISSIONS_KEYS = frozenset({"filings", "accessionNumber", "entityType", "name", "tickers"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Document:
     """One JSON document: a file on disk or a member of a ZIP archive, opened as a stream.
 
     ``name`` names it in every message (``companyfacts.zip:CIK0000320193.json`` for a
-    member); ``fingerprint`` identifies its content without reading it (see there).
+    member). ``fingerprint`` identifies its content without reading it: a member's CRC-32
+    and size as its archive records them, a file's size and modification time.
     """
 
     name: str
-    opener: Callable[[], IO[bytes]] = field(repr=False, compare=False)
-    _fingerprint: str | None = field(default=None, repr=False, compare=False)
+    fingerprint: str
+    path: Path | None = field(default=None, repr=False, compare=False)
+    archive: zipfile.ZipFile | None = field(default=None, repr=False, compare=False)
+    info: zipfile.ZipInfo | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def file(cls, path: str | Path) -> Document:
@@ -63,26 +66,23 @@ class Document:
             stat = path.stat()
         except FileNotFoundError:
             raise InputError(str(path), "file not found") from None
-        return cls(str(path), lambda: path.open("rb"), f"stat:{stat.st_size}:{stat.st_mtime_ns}")
+        return cls(str(path), f"stat:{stat.st_size}:{stat.st_mtime_ns}", path=path)
 
     @classmethod
-    def member(cls, archive: zipfile.ZipFile, info: zipfile.ZipInfo, label: str) -> Document:
-        return cls(f"{label}:{info.filename}", lambda: archive.open(info),
-                   f"crc32:{info.CRC:08x}:{info.file_size}")
+    def member(cls, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Document:
+        return cls(f"{archive.filename}:{info.filename}", f"crc32:{info.CRC:08x}:{info.file_size}",
+                   archive=archive, info=info)
 
     def open(self) -> IO[bytes]:
         try:
-            return self.opener()
+            if self.archive is not None and self.info is not None:
+                return self.archive.open(self.info)
+            assert self.path is not None
+            return self.path.open("rb")
         except FileNotFoundError:
             raise InputError(self.name, "file not found") from None
         except (OSError, zipfile.BadZipFile) as exc:
             raise InputError(self.name, f"cannot be read: {exc}") from None
-
-    @property
-    def fingerprint(self) -> str:
-        """What identifies the content without reading it: a member's CRC-32 and size as
-        its archive records them, a file's size and modification time."""
-        return self._fingerprint or ""
 
 
 @dataclass
@@ -95,6 +95,12 @@ class Company:
     submissions: list[Document] = field(default_factory=list)
 
 
+#: A submissions file as the universe keeps it until its company is selected: a Document,
+#: or an archive member (a pair costs a fraction of a Document; ``submissions.zip`` holds
+#: one for every filer, most of which have no companyfacts to load).
+_Ref = Document | tuple[zipfile.ZipFile, zipfile.ZipInfo]
+
+
 class Universe:
     """Companies by CIK, from archives, folders and files (see the module docstring).
 
@@ -103,8 +109,9 @@ class Universe:
     """
 
     def __init__(self) -> None:
-        self.companies: dict[int, Company] = {}
         self.skipped: list[str] = []  # files in a folder that are not EDGAR JSON
+        self._facts: dict[int, Document] = {}
+        self._submissions: dict[int, list[_Ref]] = {}
         self._archives: list[zipfile.ZipFile] = []
 
     def __enter__(self) -> Universe:
@@ -117,6 +124,22 @@ class Universe:
         for archive in self._archives:
             archive.close()
         self._archives.clear()
+
+    def company(self, cik: int) -> Company:
+        """The files found for ``cik`` (none: a Company without files)."""
+        refs = self._submissions.get(cik, [])
+        docs = [r if isinstance(r, Document) else Document.member(*r) for r in refs]
+        return Company(cik, self._facts.get(cik), sorted(docs, key=lambda d: d.name))
+
+    @property
+    def ciks(self) -> list[int]:
+        """Every CIK with a file, in order."""
+        return sorted(self._facts.keys() | self._submissions.keys())
+
+    @property
+    def with_facts(self) -> list[int]:
+        """The CIKs with a companyfacts file, in order."""
+        return sorted(self._facts)
 
     def add(self, path: str | Path) -> None:
         """Add an archive, a folder (its JSON files and archives, not recursively) or a file.
@@ -140,7 +163,7 @@ class Universe:
         if zipfile.is_zipfile(path):
             self._add_archive(path)
             return
-        self._add_document(Document.file(path), path.name)
+        self._add(Document.file(path), path.name)
 
     def _add_archive(self, path: Path) -> None:
         try:
@@ -150,12 +173,17 @@ class Universe:
         self._archives.append(archive)
         hint = _kind_from_name(path.name)
         for info in archive.infolist():
-            if info.is_dir() or not info.filename.lower().endswith(".json"):
+            name = info.filename
+            if not name.lower().endswith(".json") or info.is_dir():
                 continue
-            name = Path(info.filename).name
-            self._add_document(Document.member(archive, info, str(path)), name, hint)
+            name = name.rpartition("/")[2]
+            kind, cik = _kind_from_name(name) or hint, _cik_from_name(name)
+            if kind == "submissions" and cik is not None:  # most of submissions.zip: kept as a pair
+                self._submissions.setdefault(cik, []).append((archive, info))
+            else:
+                self._add(Document.member(archive, info), name, hint)
 
-    def _add_document(self, doc: Document, name: str, hint: str | None = None) -> None:
+    def _add(self, doc: Document, name: str, hint: str | None = None) -> None:
         kind = _kind_from_name(name) or hint
         cik = _cik_from_name(name)
         if kind is None or cik is None:
@@ -166,14 +194,12 @@ class Universe:
                                        "or filings at the top level)")
         if cik is None:
             raise InputError(doc.name, "no CIK in its name (CIK##########) or at its top level")
-        company = self.companies.setdefault(cik, Company(cik))
         if kind == "submissions":
-            company.submissions.append(doc)
-            company.submissions.sort(key=lambda d: d.name)
-        elif company.facts is not None:
-            raise InputError(doc.name, f"a second companyfacts file for CIK {cik} (the first: {company.facts.name})")
+            self._submissions.setdefault(cik, []).append(doc)
+        elif cik in self._facts:
+            raise InputError(doc.name, f"a second companyfacts file for CIK {cik} (the first: {self._facts[cik].name})")
         else:
-            company.facts = doc
+            self._facts[cik] = doc
 
 
 def _kind_from_name(name: str) -> str | None:
@@ -298,6 +324,4 @@ def select(universe: Universe, ciks: Iterable[int] | None = None,
         if unknown:
             raise InputError(str(tickers_file), f"no such ticker(s): {', '.join(unknown)}")
         wanted = (wanted or set()) | {known[t] for t in tickers}
-    if wanted is None:
-        return [universe.companies[c] for c in sorted(universe.companies) if universe.companies[c].facts]
-    return [universe.companies.get(c) or Company(c) for c in sorted(wanted)]
+    return [universe.company(c) for c in (universe.with_facts if wanted is None else sorted(wanted))]

@@ -139,7 +139,7 @@ def test_a_universe_is_found_in_archives_folders_and_files(tmp_path):
         universe.discover([folder / "company_tickers.json"])
     with universe.discover([facts_zip, subs_zip, folder, TSMC, TSMC_SUBMISSIONS]) as found:
         assert found.skipped == [str(folder / "company_tickers.json")]
-        companies = dict(found.companies)
+        companies = {cik: found.company(cik) for cik in found.ciks}
         assert sorted(companies) == [749647, 1046179, 1835632, 1997711]
         assert companies[1997711].facts.name == f"{facts_zip}:CIK0001997711.json"
         assert companies[1997711].facts.fingerprint.startswith("crc32:")
