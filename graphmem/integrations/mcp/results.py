@@ -13,10 +13,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import networkx as nx
-from pydantic import BaseModel
+from pydantic import BaseModel, WithJsonSchema
 
 from ...lineage import ImpactItem, ImpactReport
 from ...models import (
@@ -42,6 +42,14 @@ from ...values import encode
 
 ValueType = Literal["decimal", "text", "boolean", "date"]
 MAX_SHOWN = 200  # list results (impact items, lineage nodes) show at most this many
+
+
+def objects(description: str) -> WithJsonSchema:
+    """The published schema of a list of nested results: an array of objects, its shape in
+    words. The server still builds and checks every item against its model; a client (the
+    SDK's validates every result with jsonschema, in Python) then checks the top level
+    only, which keeps a search's 10 hits from costing more to validate than to find."""
+    return WithJsonSchema({"type": "array", "items": {"type": "object"}, "description": description})
 
 
 class _Out(BaseModel):
@@ -89,18 +97,22 @@ class AnswerOut(_Out):
     authority: Authority | None = None
     sources: list[Evidence] = []
     derivation: dict[str, Any] | None = None
-    candidates: list[Fact] = []
+    candidates: Annotated[list[Fact], objects(
+        "a conflict's versions, each with value, value_type, unit, period, event_time, "
+        "available_by, recorded_at, authority, sources")] = []
     explain: Explain
 
 
 class AnswersOut(_Out):
-    answers: list[AnswerOut]
+    answers: Annotated[list[AnswerOut], objects("each as as_of returns it")]
     total: int
     truncated: bool
 
 
 class HistoryOut(_Out):
-    versions: list[Fact]
+    versions: Annotated[list[Fact], objects(
+        "each version: version_id, entity, attribute, value, value_type, unit, definition, period, "
+        "event_time, available_by, recorded_at, authority, sources, lifecycle, derivation, erased")]
     total: int
     truncated: bool
 
@@ -120,7 +132,10 @@ class SearchOut(_Out):
     status: Literal["found", "not_found"]
     cutoff: dt.datetime
     known_at: dt.datetime
-    hits: list[HitOut]
+    hits: Annotated[list[HitOut], objects(
+        "in rank order, each: type, memory_id, memory_ids (a conflict's candidates), status, rank "
+        "(position, authority, text_score, why), and fact (as as_of returns it), experience or "
+        "task_state")]
     explain: SearchExplain
 
 
@@ -135,7 +150,8 @@ class LineageOut(_Out):
 
 class ImpactOut(_Out):
     origin: str
-    items: list[ImpactItem]
+    items: Annotated[list[ImpactItem], objects("each: kind, id, depth, reason (invalid, stale, "
+                                               "survives), path, label")]
     total_items: int
     recompute_order: list[str]
     counts: dict[str, int]
@@ -167,7 +183,9 @@ class RememberedOut(_Out):
 
 
 class CandidatesOut(_Out):
-    candidates: list[Candidate]
+    candidates: Annotated[list[Candidate], objects(
+        "each: id, type, payload, reasons, status (pending, approved, rejected), recorded_at, "
+        "decided_at, decided_by, decision_reason, memory_id")]
 
 
 class SourceOut(_Out):
