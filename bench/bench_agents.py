@@ -7,7 +7,8 @@
    the SDK's in-memory transport (``Client(server, mode="legacy")``: JSON-RPC over memory
    streams, the tool on the SDK's worker thread) and, with ``--stdio``, the real
    ``graphmem mcp`` subprocess over stdio. Target: MCP p50 within max(direct p50 + 2 ms,
-   1.5 x direct p50).
+   1.5 x direct p50). Beside them, the SDK's own floor: an empty sync tool through the
+   same kind of session.
 2. **LangGraph store**: ``GraphmemStore.get`` / ``search`` (a namespace listing, and a
    query) beside LangGraph's ``InMemoryStore`` holding the same items (a dict lookup: the
    floor, not a peer) and beside graphmem's own calls for the same thing (``as_of``,
@@ -43,6 +44,7 @@ from common import log, pct  # noqa: E402 - sibling module of the bench scripts
 from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 from mcp import Client, StdioServerParameters
+from mcp.server.mcpserver import MCPServer
 
 from graphmem import Entity, ExperienceIn, FactIn, Memory, Period, Scope, Source
 from graphmem.integrations.langgraph import DEFINITION, FAR, PERIOD, GraphmemStore
@@ -149,6 +151,26 @@ async def in_memory(mem: Memory, scope: Scope, tickers: list[str], calls: int, s
         return await overhead(mem, scope, tickers, client, calls, seed)
 
 
+async def sdk_floor(calls: int) -> dict[str, float]:
+    """The SDK's own cost per call: a tool that does nothing, sync like graphmem's (run on
+    the SDK's worker thread), through the same kind of in-memory session."""
+    server = MCPServer("floor", log_level="WARNING")
+
+    @server.tool()
+    def echo(x: int) -> int:
+        return x
+
+    async with Client(server, mode="legacy") as client:
+        wall, cpu = [], []
+        for i in range(calls + 10):
+            c0, t0 = time.process_time(), time.perf_counter()
+            await client.call_tool("echo", {"x": i})
+            if i >= 10:
+                wall.append((time.perf_counter() - t0) * 1e3)
+                cpu.append((time.process_time() - c0) * 1e3)
+    return {"p50": pct(wall, 50), "p95": pct(wall, 95), "cpu_p50": pct(cpu, 50)}
+
+
 async def stdio(mem: Memory, scope: Scope, tickers: list[str], calls: int, seed: int) -> dict[str, Any]:
     exe = str(Path(sys.executable).with_name("graphmem"))
     params = StdioServerParameters(command=exe, args=["mcp", "--tenant", scope.tenant],
@@ -228,6 +250,7 @@ def main() -> None:
         report: dict[str, Any] = {"tenant": scope.tenant, "calls": args.calls}
         log("MCP, in-memory transport")
         report["mcp_in_memory"] = asyncio.run(in_memory(mem, scope, tickers, args.calls, args.seed))
+        report["sdk_floor"] = asyncio.run(sdk_floor(args.calls))
         if args.stdio:
             log("MCP, stdio subprocess")
             report["mcp_stdio"] = asyncio.run(stdio(mem, scope, tickers, args.calls, args.seed))
@@ -243,6 +266,9 @@ def main() -> None:
                          f"mcp p50 {r['mcp_p50']:7.2f} p95 {r['mcp_p95']:7.2f} | overhead p50 "
                          f"{r['overhead_p50_ms']:+6.2f} ms ({r['ratio_p50']:.2f}x) "
                          f"{'target met' if r['target_met'] else 'TARGET MISSED'}")
+    f = report["sdk_floor"]
+    lines.append(f"sdk floor (an empty sync tool, in-memory session): p50 {f['p50']:.2f} ms, p95 "
+                 f"{f['p95']:.2f} ms, process CPU p50 {f['cpu_p50']:.2f} ms")
     for label, r in report["store"].items():
         lines.append(f"{label:42} p50 {r['p50']:8.3f} ms  p95 {r['p95']:8.3f} ms")
     lines.append(f"(machine: {os.cpu_count()} CPUs, 1-minute load average {report['loadavg_1m_before_after'][0]:.1f} "

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 import networkx as nx
-from pydantic import BaseModel, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
 from ...lineage import ImpactItem, ImpactReport
 from ...models import (
@@ -44,16 +44,49 @@ ValueType = Literal["decimal", "text", "boolean", "date"]
 MAX_SHOWN = 200  # list results (impact items, lineage nodes) show at most this many
 
 
+# ---------------------------------------------------------------- published schemas
+# The SDK client validates every result against the tool's output schema with jsonschema,
+# in Python: each nested model ($ref), each `anyOf [X, null]` and each list item costs it
+# a descent, and ten fully typed search hits took 24 ms to check on a loaded machine, more
+# than finding them. So the published schema types the top level of a result exactly and
+# describes nested objects in words; the server still builds and checks every result
+# against the models below (pydantic, in Rust).
+
+
 def objects(description: str) -> WithJsonSchema:
-    """The published schema of a list of nested results: an array of objects, its shape in
-    words. The server still builds and checks every item against its model; a client (the
-    SDK's validates every result with jsonschema, in Python) then checks the top level
-    only, which keeps a search's 10 hits from costing more to validate than to find."""
+    """A list of nested results, published as an array of objects with its shape in words."""
     return WithJsonSchema({"type": "array", "items": {"type": "object"}, "description": description})
 
 
+def _lean(schema: dict[str, Any]) -> None:
+    """Nullable fields as a type list (one check) rather than pydantic's anyOf (a try per
+    branch)."""
+    for prop in schema.get("properties", {}).values():
+        branches = prop.get("anyOf", [])
+        other = [b for b in branches if b != {"type": "null"}]
+        if len(branches) == 2 and len(other) == 1 and isinstance(other[0].get("type"), str):
+            del prop["anyOf"]
+            prop.update(other[0], type=[other[0]["type"], "null"])
+            if "enum" in prop:
+                prop["enum"] = [*prop["enum"], None]
+
+
+Sources = Annotated[list[Evidence], objects(
+    "each source behind it: source_id, kind, authority, publisher, uri, title, available_by, "
+    "recorded_at, retracted")]
+AuthorityOut = Annotated[Authority | None, WithJsonSchema(
+    {"enum": [a.value for a in Authority] + [None],
+     "description": "user_correction > primary > derived > inference"})]
+PeriodOut = Annotated[Period | None, WithJsonSchema(
+    {"type": ["object", "null"], "description": "start (null for an instant) and end, ISO dates"})]
+ExplainOut = Annotated[Explain, WithJsonSchema(
+    {"type": "object", "description": "versions considered, then how many each filter removed: "
+                                      "known_at, erased, cutoff, invalidated, retracted, evidence, "
+                                      "outranked, superseded"})]
+
+
 class _Out(BaseModel):
-    pass
+    model_config = ConfigDict(json_schema_extra=lambda schema, _: _lean(schema))
 
 
 class Fact(_Out):
@@ -66,13 +99,15 @@ class Fact(_Out):
     value_type: ValueType | None
     unit: str
     definition: str
-    period: Period
+    period: PeriodOut
     event_time: dt.date
     available_by: dt.datetime
     recorded_at: dt.datetime
-    authority: Authority | None
-    sources: list[Evidence]
-    lifecycle: list[Lifecycle] = []
+    authority: AuthorityOut
+    sources: Sources
+    lifecycle: Annotated[list[Lifecycle], objects(
+        "what happened to it later: kind (invalidated, retracted, resolved, erased), "
+        "recorded_at, reason, by, ref")] = []
     derivation: dict[str, Any] | None = None
     erased: bool = False
 
@@ -89,18 +124,18 @@ class AnswerOut(_Out):
     value: str | None = None
     value_type: ValueType | None = None
     unit: str | None = None
-    period: Period | None = None
+    period: PeriodOut = None
     event_time: dt.date | None = None
     available_by: dt.datetime | None = None
     recorded_at: dt.datetime | None = None
     version_id: str | None = None
-    authority: Authority | None = None
-    sources: list[Evidence] = []
+    authority: AuthorityOut = None
+    sources: Sources = []
     derivation: dict[str, Any] | None = None
     candidates: Annotated[list[Fact], objects(
         "a conflict's versions, each with value, value_type, unit, period, event_time, "
         "available_by, recorded_at, authority, sources")] = []
-    explain: Explain
+    explain: ExplainOut
 
 
 class AnswersOut(_Out):
