@@ -388,12 +388,16 @@ class GraphmemStore(BaseStore):
                                  cutoff=self._cutoff or FAR, known_at=self._known_at)
         return _item(namespace, key, answer)
 
-    def _namespaces(self, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
-        """The namespaces under a literal prefix that hold an item now (or at the view's time)."""
-        entity = self._entity(prefix)
-        rows = self._mem.db.read_all(
-            "langgraph.namespaces", tenant=self._tenant, prefix=entity, definition=DEFINITION,
-            period=PERIOD.text, times=[self._cutoff or FAR, self._known_at])
+    def _namespaces(self, prefix: tuple[str, ...], *, live: bool = True) -> list[tuple[str, ...]]:
+        """The namespaces under a literal prefix that hold an item now (or at the view's
+        time); with ``live=False``, every one that ever held one."""
+        params = {"tenant": self._tenant, "prefix": self._entity(prefix), "definition": DEFINITION,
+                  "period": PERIOD.text}
+        if live:
+            rows = self._mem.db.read_all("langgraph.namespaces", **params,
+                                         times=[self._cutoff or FAR, self._known_at])
+        else:
+            rows = self._mem.db.read_all("langgraph.namespaces_ever", **params)
         found = []
         for row in rows:
             namespace = tuple(row["entity"].removeprefix(ENTITY_PREFIX).split("."))
@@ -408,7 +412,7 @@ class GraphmemStore(BaseStore):
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
-        namespaces = self._namespaces(prefix)
+        namespaces = self._namespaces(prefix, live=False)  # each read below applies the rule
         # without a filter the page needs only each namespace's best offset + limit hits
         depth = MAX_LIMIT if op.filter else min(MAX_LIMIT, op.offset + op.limit)
         found = self._ranked(namespaces, op.query, depth) if op.query else None
