@@ -7,8 +7,8 @@
    the SDK's in-memory transport (``Client(server, mode="legacy")``: JSON-RPC over memory
    streams, the tool on the SDK's worker thread) and, with ``--stdio``, the real
    ``graphmem mcp`` subprocess over stdio. Target: MCP p50 within max(direct p50 + 2 ms,
-   1.5 x direct p50). Beside them, the SDK's own floor: an empty sync tool through the
-   same kind of session.
+   1.5 x direct p50). In-memory, the same loop also calls an empty sync tool through the
+   same session: the SDK's own cost per call, measured at the same moments.
 2. **LangGraph store**: ``GraphmemStore.get`` / ``search`` (a namespace listing, and a
    query) beside LangGraph's ``InMemoryStore`` holding the same items (a dict lookup: the
    floor, not a peer) and beside graphmem's own calls for the same thing (``as_of``,
@@ -35,7 +35,7 @@ import random
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,6 @@ from common import log, pct  # noqa: E402 - sibling module of the bench scripts
 from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 from mcp import Client, StdioServerParameters
-from mcp.server.mcpserver import MCPServer
 
 from graphmem import Entity, ExperienceIn, FactIn, Memory, Period, Scope, Source
 from graphmem.integrations.langgraph import DEFINITION, FAR, PERIOD, GraphmemStore
@@ -116,59 +115,52 @@ def direct_and_tool(mem: Memory, scope: Scope, kind: str, a: dict[str, Any]
 
 
 async def overhead(mem: Memory, scope: Scope, tickers: list[str], client: Client, calls: int,
-                   seed: int) -> dict[str, Any]:
+                   seed: int, floor: bool) -> dict[str, Any]:
+    """Direct call, tool call (and, with ``floor``, the empty ``bench_echo`` tool) on the
+    same random arguments, interleaved; the first 10 calls of each kind warm up."""
     rng = random.Random(seed)
     out: dict[str, Any] = {}
+
+    async def tool_call(tool: str, args: dict[str, Any]) -> None:
+        result = await client.call_tool(tool, args)
+        if result.is_error:
+            raise RuntimeError(result.content[0].text)
+
     for kind in ("as_of", "search", "build_context"):
-        direct_ms, mcp_ms = [], []
-        for i in range(calls + 10):  # the first 10 warm up
+        times: dict[str, list[float]] = {"direct": [], "mcp": [], "floor": []}
+        for i in range(calls + 10):
             fn, tool, args = direct_and_tool(mem, scope, kind, random_call(rng, tickers))
-
-            async def through_mcp(tool: str = tool, args: dict[str, Any] = args) -> None:
-                result = await client.call_tool(tool, args)
-                if result.is_error:
-                    raise RuntimeError(result.content[0].text)
-
-            order: list[tuple[list[float], Callable[[], Awaitable[Any]] | Callable[[], Any]]] = [
-                (direct_ms, fn), (mcp_ms, through_mcp)]
-            for bucket, run in (order if i % 2 == 0 else order[::-1]):
+            runs: list[tuple[str, Callable[[], Any]]] = [
+                ("direct", fn), ("mcp", lambda tool=tool, args=args: tool_call(tool, args))]
+            if floor:
+                runs.append(("floor", lambda: tool_call("bench_echo", {"x": 1})))
+            for label, run in (runs if i % 2 == 0 else runs[::-1]):
                 t0 = time.perf_counter()
                 result = run()
                 if asyncio.iscoroutine(result):
                     await result
                 if i >= 10:
-                    bucket.append((time.perf_counter() - t0) * 1e3)
-        d50, m50 = pct(direct_ms, 50), pct(mcp_ms, 50)
-        out[kind] = {"direct_p50": d50, "direct_p95": pct(direct_ms, 95), "mcp_p50": m50,
-                     "mcp_p95": pct(mcp_ms, 95), "overhead_p50_ms": m50 - d50, "ratio_p50": m50 / d50,
+                    times[label].append((time.perf_counter() - t0) * 1e3)
+        d50, m50 = pct(times["direct"], 50), pct(times["mcp"], 50)
+        out[kind] = {"direct_p50": d50, "direct_p95": pct(times["direct"], 95), "mcp_p50": m50,
+                     "mcp_p95": pct(times["mcp"], 95), "overhead_p50_ms": m50 - d50, "ratio_p50": m50 / d50,
+                     "floor_p50": pct(times["floor"], 50) if floor else None,
                      "target_met": m50 <= max(d50 + 2.0, 1.5 * d50)}
         log(f"  {kind}: direct p50 {d50:.2f} ms, mcp p50 {m50:.2f} ms")
     return out
 
 
 async def in_memory(mem: Memory, scope: Scope, tickers: list[str], calls: int, seed: int) -> dict[str, Any]:
-    async with Client(build_server(mem, FixedAccess(scope), Grants()), mode="legacy") as client:
-        return await overhead(mem, scope, tickers, client, calls, seed)
+    server = build_server(mem, FixedAccess(scope), Grants())
 
-
-async def sdk_floor(calls: int) -> dict[str, float]:
-    """The SDK's own cost per call: a tool that does nothing, sync like graphmem's (run on
-    the SDK's worker thread), through the same kind of in-memory session."""
-    server = MCPServer("floor", log_level="WARNING")
-
-    @server.tool()
-    def echo(x: int) -> int:
+    def bench_echo(x: int) -> int:
+        """The SDK's own cost per call: a sync tool (run on the SDK's worker thread, like
+        graphmem's) that does nothing, through the same session."""
         return x
 
+    server.add_tool(bench_echo)
     async with Client(server, mode="legacy") as client:
-        wall, cpu = [], []
-        for i in range(calls + 10):
-            c0, t0 = time.process_time(), time.perf_counter()
-            await client.call_tool("echo", {"x": i})
-            if i >= 10:
-                wall.append((time.perf_counter() - t0) * 1e3)
-                cpu.append((time.process_time() - c0) * 1e3)
-    return {"p50": pct(wall, 50), "p95": pct(wall, 95), "cpu_p50": pct(cpu, 50)}
+        return await overhead(mem, scope, tickers, client, calls, seed, floor=True)
 
 
 async def stdio(mem: Memory, scope: Scope, tickers: list[str], calls: int, seed: int) -> dict[str, Any]:
@@ -176,7 +168,7 @@ async def stdio(mem: Memory, scope: Scope, tickers: list[str], calls: int, seed:
     params = StdioServerParameters(command=exe, args=["mcp", "--tenant", scope.tenant],
                                    env={**os.environ})
     async with Client(params) as client:
-        return await overhead(mem, scope, tickers, client, calls, seed)
+        return await overhead(mem, scope, tickers, client, calls, seed, floor=False)
 
 
 def store_calls(mem: Memory, store: GraphmemStore, reference: InMemoryStore, ns: tuple[str, ...],
@@ -250,7 +242,6 @@ def main() -> None:
         report: dict[str, Any] = {"tenant": scope.tenant, "calls": args.calls}
         log("MCP, in-memory transport")
         report["mcp_in_memory"] = asyncio.run(in_memory(mem, scope, tickers, args.calls, args.seed))
-        report["sdk_floor"] = asyncio.run(sdk_floor(args.calls))
         if args.stdio:
             log("MCP, stdio subprocess")
             report["mcp_stdio"] = asyncio.run(stdio(mem, scope, tickers, args.calls, args.seed))
@@ -265,10 +256,8 @@ def main() -> None:
             lines.append(f"{transport:14} {kind:14} direct p50 {r['direct_p50']:7.2f} p95 {r['direct_p95']:7.2f} | "
                          f"mcp p50 {r['mcp_p50']:7.2f} p95 {r['mcp_p95']:7.2f} | overhead p50 "
                          f"{r['overhead_p50_ms']:+6.2f} ms ({r['ratio_p50']:.2f}x) "
-                         f"{'target met' if r['target_met'] else 'TARGET MISSED'}")
-    f = report["sdk_floor"]
-    lines.append(f"sdk floor (an empty sync tool, in-memory session): p50 {f['p50']:.2f} ms, p95 "
-                 f"{f['p95']:.2f} ms, process CPU p50 {f['cpu_p50']:.2f} ms")
+                         f"{'target met' if r['target_met'] else 'TARGET MISSED'}"
+                         + (f" | empty tool p50 {r['floor_p50']:.2f}" if r["floor_p50"] is not None else ""))
     for label, r in report["store"].items():
         lines.append(f"{label:42} p50 {r['p50']:8.3f} ms  p95 {r['p95']:8.3f} ms")
     lines.append(f"(machine: {os.cpu_count()} CPUs, 1-minute load average {report['loadavg_1m_before_after'][0]:.1f} "
