@@ -461,6 +461,17 @@ def test_http_transport_end_to_end_with_a_scope_per_token(http_server, migrated)
         return [answer["status"], found["status"]]
 
     assert _with_token(url, tokens["beta"], look) == ["not_found", "not_found"]
+    # a session belongs to the token that opened it: another token cannot use it
+    accept = {"Accept": "application/json, text/event-stream"}
+    opened = httpx2.post(url, headers={**accept, "Authorization": f"Bearer {tokens['alpha']}"}, json={
+        "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}})
+    session_id = opened.headers["mcp-session-id"]
+    hijack = httpx2.post(url, headers={**accept, "Authorization": f"Bearer {tokens['beta']}",
+                                       "mcp-session-id": session_id},
+                         json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    assert opened.status_code == 200 and hijack.status_code == 404
     with migrated.connect() as mem:  # written in alpha's tenant, as alpha's actor's scope
         assert mem.as_of(Scope(tenant=tenants["alpha"]), entity="acme", attribute="revenue",
                          cutoff=FAR).value == Decimal("110")
