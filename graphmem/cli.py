@@ -380,5 +380,6 @@ def mcp(transport: str, host: str, port: int, tokens: Path | None, actor: str, r
             raise InputError("--tokens", "stdio serves one scope: give --tenant/--scope instead")
         access = FixedAccess(_scope(tenant, scope_keys), actor)
     with _connect() as memory:
-        memory.migrate()
+        if not read_only:  # a read-only deployment may connect as a user that cannot migrate
+            memory.migrate()
         serve(memory, access, grants, transport=transport, host=host, port=port)
