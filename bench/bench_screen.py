@@ -200,7 +200,7 @@ def profile_screen(driver: neo4j.Driver, database: str, mem: Memory, scope: Scop
     """PROFILE screen.read once: total db hits, rows, and the index seeks it used."""
     import graphmem.screen as screening
 
-    q = screening.make_query(attribute=attribute, frame=frame, period=None, cutoff=cutoff, known_at=None,
+    q = screening.make_query(attribute=attribute, selection=Selection.frame(frame), cutoff=cutoff, known_at=None,
                              entities=None, unit=None, definition="", require=None, sort="entity")
     params = {"q": q.params(), "min_rank": 0, "kinds": None, "tenant": scope.tenant, "scope": scope.id}
     with driver.session(database=database) as session:

@@ -38,15 +38,15 @@ WITH C, K, CASE WHEN $q.everyone THEN reported ELSE $q.entities END AS universe
 CALL (universe) {
   UNWIND universe AS id
   MATCH (k:FactKey {tenant: $tenant, entity: id, attribute: $q.attribute})
+  WHERE k.period_end >= $q.end_from AND k.period_end <= $q.end_to  // the index range
+  WITH k, k.period_start AS start, k.period_end AS end  // each property read once
   WHERE k.scope = $scope AND k.definition = $q.definition AND ($q.any_unit OR k.unit = $q.unit)
-    AND k.period_end >= $q.end_from AND k.period_end <= $q.end_to
     AND CASE $q.kind
           WHEN 'period' THEN k.period = $q.period
-          WHEN 'instant' THEN k.period_start IS NULL
-          ELSE k.period_start IS NOT NULL
-               AND $q.min_days <= duration.inDays(k.period_start, k.period_end).days + 1 <= $q.max_days
-               AND $q.mid_from <= k.period_start
-                   + duration({days: duration.inDays(k.period_start, k.period_end).days / 2}) <= $q.mid_to
+          WHEN 'instant' THEN start IS NULL
+          ELSE start IS NOT NULL
+               AND $q.min_days <= duration.inDays(start, end).days + 1 <= $q.max_days
+               AND $q.mid_from <= start + duration({days: duration.inDays(start, end).days / 2}) <= $q.mid_to
         END
   RETURN collect(k.uid) AS uids
 }

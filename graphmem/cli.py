@@ -277,19 +277,31 @@ def _entity_ids(path: Path | None) -> list[str] | None:
 @click.option("--unit", help="Only this unit (default: any, but one per screen).")
 @click.option("--definition", default="", help="The key's definition (e.g. ltm for derived LTM values).")
 @click.option("--sort", type=click.Choice(["entity", "value", "-value"]), default="entity", show_default=True)
+@click.option("--ltm", is_flag=True, help="The last twelve months' value, each window chosen per entity from what "
+              "was public (recorded as derivations); --frame optional: default each entity's latest.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
 @_scoped
 def screen_cmd(attribute: str, frame: str | None, period: str | None, cutoff: str, known_at: str | None,
-               entities_file: Path | None, unit: str | None, definition: str, sort: str, fmt: str,
+               entities_file: Path | None, unit: str | None, definition: str, sort: str, ltm: bool, fmt: str,
                tenant: str, scope_keys: tuple[str, ...]) -> None:
     """Every entity's value for a frame or period at a cutoff, without look-ahead; exit 4
     when no entity has one."""
     entities = _entity_ids(entities_file)
+    if ltm and (period or definition):
+        raise InputError("--ltm", "an LTM screen takes --frame (or nothing: each entity's latest window), "
+                                  "not --period or --definition")
     with _connect() as mem:
-        result = mem.screen(_scope(tenant, scope_keys), attribute=attribute, frame=frame,
-                            period=_period(period), cutoff=_when(cutoff, "--cutoff"),
-                            known_at=_when(known_at, "--known-at"), entities=entities, unit=unit,
-                            definition=definition, sort=sort)
+        scope = _scope(tenant, scope_keys)
+        if ltm:
+            from .loaders import metrics
+
+            result = metrics.screen_ltm(mem, scope, concept=attribute, frame=frame, cutoff=_when(cutoff, "--cutoff"),
+                                        known_at=_when(known_at, "--known-at"), entities=entities,
+                                        unit=unit or "USD", sort=sort)
+        else:
+            result = mem.screen(scope, attribute=attribute, frame=frame, period=_period(period),
+                                cutoff=_when(cutoff, "--cutoff"), known_at=_when(known_at, "--known-at"),
+                                entities=entities, unit=unit, definition=definition, sort=sort)
     if fmt == "json":
         click.echo(result.model_dump_json(indent=2))
     elif fmt == "csv":

@@ -466,7 +466,7 @@ class Memory:
         choice of each entity's key."""
         scope = self.scope(scope)
         q = screening.make_query(
-            attribute=attribute, frame=frame, period=period, cutoff=_aware("cutoff", cutoff),
+            attribute=attribute, selection=screening.selection(frame, period), cutoff=_aware("cutoff", cutoff),
             known_at=_aware("known_at", known_at) or self._now(), entities=entities, unit=unit,
             definition=definition, require=require, sort=sort)
         # one statement: its own auto-commit read, one round trip

@@ -282,7 +282,8 @@ class Screen(_Model):
     universe). ``universe`` says how its entities were found: ``entities`` (as given) or
     ``attribute`` (every entity that had made the attribute public by the cutoff);
     ``unknown`` lists entities given that the scope does not hold (their rows are
-    ``not_found``)."""
+    ``not_found``). For a screen of a derived metric (``graphmem.loaders.metrics.screen_ltm``)
+    ``inputs`` lists, by entity, the versions each active value was derived from."""
 
     attribute: str
     definition: str
@@ -295,6 +296,7 @@ class Screen(_Model):
     sort: str
     answers: tuple[Answer, ...]
     unknown: tuple[str, ...] = ()
+    inputs: dict[str, tuple[FactVersion, ...]] = Field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         """How many entities are active, conflicted and not_found."""

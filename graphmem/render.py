@@ -65,9 +65,19 @@ def load_report(report: Any) -> str:
     return f"loaded {data['file']}: {parts}; available_by rules: {rules or '-'}"
 
 
-def _note(a: Answer) -> str:
-    """Why a row has no single value: the candidates of a conflict, or what each filter
-    removed on the entity's keys (``cutoff=1``: a version existed, public only later)."""
+def _sources(shown: list[FactVersion], inputs: Any) -> str:
+    """The sources of each version shown; for a derived value, its inputs' (the filings)."""
+    if inputs:
+        return ";".join(dict.fromkeys(e.source_id for v in inputs for e in v.sources))
+    return " | ".join(";".join(e.source_id for e in v.sources) for v in shown)
+
+
+def _note(a: Answer, inputs: Any = None) -> str:
+    """What a row rests on: a derived value's input periods; or why it has no single
+    value: the candidates of a conflict, or what each filter removed on the entity's
+    keys (``cutoff=1``: a version existed, public only later)."""
+    if inputs:
+        return "from " + ", ".join(v.period.text for v in inputs)
     if a.status == "conflicted":
         return f"{len(a.candidates)} candidates"
     if a.status == "not_found":
@@ -91,9 +101,9 @@ def screen_rows(s: Any) -> list[dict[str, Any]]:
             "period_end": first.period.end if first else "",
             "available_by": " | ".join(_when(v.available_by) for v in shown),
             "recorded_at": " | ".join(_when(v.recorded_at) for v in shown),
-            "sources": " | ".join(";".join(e.source_id for e in v.sources) for v in shown),
+            "sources": _sources(shown, s.inputs.get(a.entity)),
             "version_id": " | ".join(v.version_id for v in shown),
-            "note": _note(a),
+            "note": _note(a, s.inputs.get(a.entity)),
         })
     return out
 

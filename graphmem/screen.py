@@ -224,7 +224,7 @@ class Query:
     """A screen's arguments, checked."""
 
     attribute: str
-    selection: Selection
+    selection: Selection | None
     cutoff: dt.datetime
     known_at: dt.datetime | None
     entities: tuple[str, ...] | None
@@ -239,18 +239,28 @@ class Query:
                 "unit": self.unit or "", "any_unit": self.unit is None,
                 "entities": list(self.entities or ()), "everyone": self.entities is None,
                 "cutoff": epoch(self.cutoff), "known_at": epoch(self.known_at or self.cutoff),
-                "now": self.known_at is None, **self.selection.params()}
+                "now": self.known_at is None, **self.selected.params()}
+
+    @property
+    def selected(self) -> Selection:
+        assert self.selection is not None, "a screen of stored keys has a frame or a period"
+        return self.selection
 
 
-def make_query(*, attribute: Any, frame: Any, period: Any, cutoff: dt.datetime | None,
-               known_at: dt.datetime | None, entities: Any, unit: Any, definition: Any,
-               require: Any, sort: Any) -> Query:
-    """Check a screen's arguments before any query (cutoff and known_at come checked)."""
-    if cutoff is None:
-        raise InputError("cutoff", "a screen needs a cutoff: only what was public by then counts")
+def selection(frame: Any, period: Any) -> Selection:
+    """What a screen reads: exactly one of a frame or a period."""
     if (frame is None) == (period is None):
         raise InputError("frame", "give exactly one of frame= (e.g. 'CY2024Q3') or period=")
-    selection = Selection.frame(frame) if frame is not None else Selection.exact(period)
+    return Selection.frame(frame) if frame is not None else Selection.exact(period)
+
+
+def make_query(*, attribute: Any, selection: Selection | None, cutoff: dt.datetime | None,
+               known_at: dt.datetime | None, entities: Any, unit: Any, definition: Any, require: Any,
+               sort: Any) -> Query:
+    """Check a screen's arguments before any query (cutoff and known_at come checked as
+    datetimes; ``selection`` None is a derived metric's "each entity's latest")."""
+    if cutoff is None:
+        raise InputError("cutoff", "a screen needs a cutoff: only what was public by then counts")
     if require is not None and not isinstance(require, Require):
         raise InputError("require", "a graphmem.Require is required")
     if sort not in SORTS:
@@ -297,7 +307,7 @@ def choose(q: Query, universe: list[str], answers: list[Answer], cutoff: dt.date
         mine = by_entity.get(entity, [])
         found = [a for a in mine if a.status != "not_found"]
         if found:
-            out.append(min(found, key=lambda a: _fit(q.selection, a)))
+            out.append(min(found, key=lambda a: _fit(q.selected, a)))
         else:
             out.append(Answer(status="not_found", entity=entity, attribute=q.attribute, cutoff=cutoff,
                               known_at=known_at, explain=sum((a.explain for a in mine), Explain())))
@@ -315,7 +325,7 @@ def _one_unit(q: Query, answers: list[Answer]) -> None:
     if len(units) > 1:
         listed = ", ".join(f"{u or '(no unit)'!r}: {n} entit{'y' if n == 1 else 'ies'}"
                            for u, n in sorted(units.items()))
-        raise InputError("unit", f"{q.attribute} for {q.selection.label} comes in several units "
+        raise InputError("unit", f"{q.attribute} for {q.selected.label} comes in several units "
                                  f"({listed}); pass unit= to screen one")
 
 
@@ -346,7 +356,7 @@ def screen(tx: Tx, scope: Scope, q: Query) -> Screen:
     known_at, universe, unknown, answers = read(tx, scope, q)
     rows = choose(q, universe, answers, q.cutoff, known_at)
     return Screen(attribute=q.attribute, definition=q.definition, unit=q.unit,
-                  frame=q.selection.label if q.selection.kind != "period" else None,
-                  period=q.selection.period, cutoff=q.cutoff, known_at=known_at,
+                  frame=q.selected.label if q.selected.kind != "period" else None,
+                  period=q.selected.period, cutoff=q.cutoff, known_at=known_at,
                   universe="entities" if q.entities is not None else "attribute", sort=q.sort,
                   answers=tuple(ordered(rows, q.sort)), unknown=tuple(sorted(unknown)))

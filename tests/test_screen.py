@@ -470,3 +470,82 @@ def test_the_command_line_exit_codes(migrated, synthetic, tmp_path):
     exact = _cli(migrated, scope, "--attribute", "us-gaap:Revenues", "--period", "2024-07-01..2024-09-30",
                  "--cutoff", "2024-11-15", "--format", "csv")
     assert exact.exit_code == 0 and "cik:101,active,100," in exact.output
+
+
+# ---------------------------------------------------------------- the LTM screen
+
+
+def test_ltm_across_real_companies_each_window_from_what_was_public(real):
+    """Tesla's LTM operating income to 2021-09-30 is year-to-date + 2020 - the 2020
+    year-to-date (it reports no fourth quarter alone); Marvell's to 2021-10-30 needs its
+    prior fiscal year, which its new registrant first filed on 2022-03-10."""
+    mem, scope = real
+
+    def screen(cutoff, frame="CY2021Q3"):
+        return metrics.screen_ltm(mem, scope, concept="us-gaap:OperatingIncomeLoss", frame=frame, cutoff=cutoff)
+
+    early = screen(t("2021-12-31"))
+    assert rows(early) == {TESLA: ("active", Decimal("4485000000"), "2020-10-01..2021-09-30"),
+                           MARVELL: ("not_found", None, None)}
+    assert early.definition == "ltm" and early.frame == "CY2021Q3I"
+    assert [v.value for v in early.inputs[TESLA]] == [Decimal("3910000000"), Decimal("1994000000"),
+                                                      Decimal("1419000000")]
+    tesla = early.answers[0].version
+    assert tesla.definition == "ltm" and tesla.authority == Authority.DERIVED
+    assert tesla.available_by == max(v.available_by for v in early.inputs[TESLA])
+
+    later = screen(t("2022-04-01"))
+    assert rows(later)[MARVELL] == ("active", Decimal("-384056000"), "2020-11-01..2021-10-30")
+    assert sorted({e.source_id for v in later.inputs[MARVELL] for e in v.sources}) == [
+        "0001835632-21-000032", "0001835632-22-000016"]
+
+    latest = screen(t("2022-04-01"), frame=None)  # each company's own latest window
+    assert rows(latest) == {TESLA: ("active", Decimal("6523000000"), "2021-01-01..2021-12-31"),
+                            MARVELL: ("active", Decimal("-347668000"), "2021-01-31..2022-01-29")}
+
+
+def test_ltm_screen_conflicts_records_and_lineage(synthetic):
+    mem, scope = synthetic
+    f = Filer(mem, scope)
+    quarters = [P("2023-10-01", "2023-12-31"), P("2024-01-01", "2024-03-31"), P("2024-04-01", "2024-06-30")]
+    for cik, filed in (("cik:101", quarters[:2]), ("cik:104", quarters)):  # cik:101 filed its Q2 before
+        for n, q in enumerate(filed):
+            f.file(cik, f"{cik}-ltm-{n}", (q.end + dt.timedelta(days=30)).isoformat(), (q, 10 * (n + 1)))
+
+    def screen():
+        return metrics.screen_ltm(mem, scope, concept="us-gaap:Revenues", frame="CY2024Q3", cutoff=t("2024-11-15"),
+                                  entities=["cik:101", "cik:104", "cik:106"], sort="-value")
+
+    before = mem.counts(scope)
+    s = screen()
+    assert rows(s) == {"cik:101": ("active", Decimal("220"), "2023-10-01..2024-09-30"),  # 10 + 20 + 90 + 100
+                       "cik:104": ("conflicted", None, None),  # its Q3 is disputed: no window around it
+                       "cik:106": ("not_found", None, None)}
+    assert {c.value for c in s.answers[1].candidates} == {Decimal("400"), Decimal("401")}
+    assert "cik:104" not in s.inputs
+    after = mem.counts(scope)
+    assert after["derivations"] == before["derivations"] + 1
+    assert rows(screen()) == rows(s) and mem.counts(scope) == after  # recorded once
+    # withdrawing a filing behind an input reaches the screened value
+    report = mem.impact(scope, source_id="a-24-q3")
+    assert s.answers[0].version.version_id in {i.id for i in report.items}
+
+
+def test_the_command_line_ltm_screen(migrated, real):
+    _, scope = real
+    out = _cli(migrated, scope, "--ltm", "--attribute", "us-gaap:OperatingIncomeLoss", "--frame", "CY2021Q3",
+               "--cutoff", "2022-04-01", "--format", "csv", "--sort", "value")
+    assert out.exit_code == 0, out.output
+    import csv
+    import io
+
+    got = {r["entity"]: r for r in csv.DictReader(io.StringIO(out.output))}
+    assert list(got) == [MARVELL, TESLA]
+    assert got[TESLA]["value"] == "4485000000" and got[TESLA]["period_start"] == "2020-10-01"
+    # the filings behind the inputs by the cutoff: FY2020 again in the 10-K for 2021
+    assert got[TESLA]["sources"] == ("0000950170-21-002253;0001564590-21-004599;0000950170-22-000796;"
+                                     "0001564590-20-047486")
+    assert got[TESLA]["note"] == "from 2021-01-01..2021-09-30, 2020-01-01..2020-12-31, 2020-01-01..2020-09-30"
+    refused = _cli(migrated, scope, "--ltm", "--attribute", "us-gaap:OperatingIncomeLoss",
+                   "--period", "2021-09-30", "--cutoff", "2022-04-01")
+    assert refused.exit_code == 1 and "--ltm: an LTM screen takes --frame" in refused.output
