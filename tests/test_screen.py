@@ -324,6 +324,24 @@ def test_a_better_fitting_key_counts_only_once_it_is_public(synthetic):
     assert rows(later) == {"cik:102": ("active", Decimal("200"), "2024-06-30..2024-09-28")}
 
 
+def test_equally_fitting_keys_go_to_the_most_recently_public(mem, scope):
+    """Two keys one day off the calendar quarter each: the one whose evidence was public
+    last wins, as the SEC's frames take the last filed."""
+    f = Filer(mem, scope)
+    cik = f.company(501, "Two Shapes")
+    early, late = P("2024-07-02", "2024-09-30"), P("2024-07-01", "2024-09-29")
+    f.file(cik, "t-1", "2024-10-20", (early, 1))
+    f.file(cik, "t-2", "2024-10-25", (late, 2))
+    f.file(cik, "t-3", "2024-10-28", (early, 1))  # the first figure filed again
+
+    def at(day: str):
+        return rows(mem.screen(scope, attribute="us-gaap:Revenues", frame="CY2024Q3", cutoff=t(day)))[cik]
+
+    assert at("2024-10-22") == ("active", Decimal("1"), early.text)
+    assert at("2024-10-26") == ("active", Decimal("2"), late.text)
+    assert at("2024-10-29") == ("active", Decimal("1"), early.text)
+
+
 def test_sort_by_value_puts_conflicted_then_not_found_last(synthetic):
     mem, scope = synthetic
     order = {}
