@@ -23,8 +23,9 @@ WITH datetime.fromepoch($q.cutoff[0], $q.cutoff[1]) AS C,
      CASE WHEN $q.now THEN datetime.transaction()
           ELSE datetime.fromepoch($q.known_at[0], $q.known_at[1]) END AS K
 WITH C, K, COLLECT {
+  UNWIND CASE WHEN $q.everyone THEN [true] ELSE [] END AS everyone  // no row: no entity read
   MATCH (e:Entity)
-  WHERE $q.everyone AND e.tenant = $tenant AND e.id IS NOT NULL  // the (tenant, id) index
+  WHERE e.tenant = $tenant AND e.id IS NOT NULL  // the (tenant, id) index
     AND e.scope = $scope AND e.erased_at IS NULL
     AND EXISTS {
       MATCH (k:FactKey {tenant: $tenant, entity: e.id, attribute: $q.attribute})
@@ -57,9 +58,13 @@ WITH C, K, universe,
      [C, K] AS times
 RETURN K.epochSeconds * 1000000 + K.nanosecond / 1000 AS known_at,
        universe,
-       [id IN universe WHERE NOT EXISTS {
-          MATCH (e:Entity {tenant: $tenant, id: id}) WHERE e.scope = $scope AND e.erased_at IS NULL
-        }] AS unknown,
+       COLLECT {
+         UNWIND CASE WHEN $q.everyone THEN [] ELSE universe END AS id
+         WITH id
+         WHERE NOT EXISTS { MATCH (e:Entity {tenant: $tenant, id: id})
+                            WHERE e.scope = $scope AND e.erased_at IS NULL }
+         RETURN id
+       } AS unknown,
        COLLECT {
          CALL (reads, times) {
            // include: fact.read $reads=reads $times=times $brief=false
