@@ -302,6 +302,7 @@ def choose(q: Query, universe: list[str], answers: list[Answer], cutoff: dt.date
     for answer in answers:
         by_entity.setdefault(answer.entity, []).append(answer)
     entities = q.entities if q.entities is not None else universe
+    _one_unit(q, [a for a in answers if a.status != "not_found"])
     out = []
     for entity in entities:
         mine = by_entity.get(entity, [])
@@ -311,17 +312,19 @@ def choose(q: Query, universe: list[str], answers: list[Answer], cutoff: dt.date
         else:
             out.append(Answer(status="not_found", entity=entity, attribute=q.attribute, cutoff=cutoff,
                               known_at=known_at, explain=sum((a.explain for a in mine), Explain())))
-    _one_unit(q, out)
     return out
 
 
-def _one_unit(q: Query, answers: list[Answer]) -> None:
+def _one_unit(q: Query, found: list[Answer]) -> None:
+    """Without an asked unit, every candidate key must share one: a choice between units
+    would be a silent pick (an entity's USD translation beside its TWD figure)."""
     if q.unit is not None:
         return
-    units: dict[str, int] = {}
-    for answer in answers:
-        for unit in {v.unit for v in _shown(answer)}:
-            units[unit] = units.get(unit, 0) + 1
+    by_unit: dict[str, set[str]] = {}
+    for answer in found:
+        for v in _shown(answer):
+            by_unit.setdefault(v.unit, set()).add(answer.entity)
+    units = {unit: len(entities) for unit, entities in by_unit.items()}
     if len(units) > 1:
         listed = ", ".join(f"{u or '(no unit)'!r}: {n} entit{'y' if n == 1 else 'ies'}"
                            for u, n in sorted(units.items()))

@@ -399,6 +399,19 @@ def test_answers_in_several_units_need_a_unit(mem, scope):
     assert rows(usd) == {"cik:301": ("active", Decimal("1"), Q3.text), "cik:302": ("not_found", None, None)}
 
 
+def test_one_entity_in_two_units_is_not_a_silent_pick(mem, scope):
+    """A 20-F filer's figure in its own currency and a convenience translation, same period."""
+    f = Filer(mem, scope)
+    cik = f.company(303, "Foreign Filer")
+    f.file(cik, "w-1", "2024-10-30", (Q3, 3200), unit="TWD")
+    f.file(cik, "w-2", "2024-10-30", (Q3, 100))
+    with pytest.raises(InputError) as info:
+        mem.screen(scope, attribute="us-gaap:Revenues", frame="CY2024Q3", cutoff=t("2024-11-15"))
+    assert "'TWD': 1 entity, 'USD': 1 entity" in info.value.reason
+    twd = mem.screen(scope, attribute="us-gaap:Revenues", frame="CY2024Q3", cutoff=t("2024-11-15"), unit="TWD")
+    assert rows(twd) == {cik: ("active", Decimal("3200"), Q3.text)}
+
+
 def test_a_derived_ltm_value_is_not_taken_for_the_reported_year(mem, scope):
     """metrics.ltm records LTM values under the same attribute with definition 'ltm'."""
     f = Filer(mem, scope)
