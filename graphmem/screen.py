@@ -40,7 +40,8 @@ every entity of the scope that had made a value of the attribute public by the c
 first reported it later is not in the universe: listing it would be look-ahead.
 
 **Units.** ``unit=None`` takes every unit, but a screen answers in one unit: if the
-answers found come in several, ``InputError`` lists them (pass ``unit=``).
+candidate keys come in several - across entities, or one entity's figure and its
+translation - ``InputError`` lists them (pass ``unit=``); never a silent pick.
 
 **Sort**: ``entity`` (id order), ``value`` or ``-value`` (numeric, decimals before other
 values); rows without one value (conflicted, then not_found) follow in entity order.
