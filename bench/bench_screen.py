@@ -5,13 +5,12 @@ Data: a synthetic universe of companies (default 200) in the real key shape, wri
 through the API (per company: its filings with ``Memory.record``, then what they report
 with ``Memory.assert_facts``): ``cik:N`` entities; per fiscal quarter one filing
 (``10-Q``, or ``10-K`` for the fourth; a primary source published by the company, public
-25-75 days after the quarter) reporting four
-duration concepts (``us-gaap:Revenues``, ``CostOfRevenue``, ``OperatingIncomeLoss``,
-``NetIncomeLoss``: the quarter, the year to date - the fiscal year in a 10-K - and the
-same quarter of the prior year again) and two instants (``Assets``, ``Liabilities``: the
-quarter end and the prior fiscal year end), in ``USD``. The prior-year figures a filing
-repeats are mostly the same value (more evidence) and about 8% of the time a
-restatement (a new version). Three fiscal calendars: calendar quarters (60%), 52/53-week
+25-75 days after the quarter) reporting 14 duration concepts (``us-gaap:Revenues``,
+``NetIncomeLoss`` ...: the quarter, the year to date - the fiscal year in a 10-K - and the
+same quarter of the prior year again) and 12 instants (``Assets``, ``Liabilities`` ...:
+the quarter end and the prior fiscal year end), in ``USD``: about 70 values a filing.
+The prior-year figures a filing repeats are mostly the same value (more evidence) and
+about 8% of the time a restatement (a new version). Three fiscal calendars: calendar quarters (60%), 52/53-week
 quarters ending on the last Saturday of the quarter's last month (25%), and quarters a
 month off the calendar (February-April ..., 15%). One company in 40 also has a
 newswire's figure (another publisher, also primary) that disagrees with its filing for
@@ -22,8 +21,10 @@ random cutoff (a quarter ``CY2023Q3`` on Revenues, an instant ``CY2023Q4I`` on A
 year ``CY2023`` on NetIncomeLoss), beside the baseline: one plain Cypher statement, the
 "latest value per company" for the same attribute and period - the same frame window and
 cutoff, the latest available version of each key, no known_at, no supersession rule, no
-conflicts, no universe. Prints p50/p95 of both, their ratio, the load average, and a
-PROFILE of ``screen.read`` (db hits, index seeks).
+conflicts, no universe - and beside that lookup returning also the latest version's
+filings public by the cutoff (a screen's rows carry their provenance). Prints p50/p95 of
+each, the ratios, the load average, and a PROFILE of ``screen.read`` (db hits, index
+seeks).
 
 Usage (against a dedicated server; the universe is written once per tenant name)::
 
@@ -57,9 +58,19 @@ from graphmem import Authority, Entity, FactIn, Memory, Period, Scope, Source  #
 from graphmem.queries import QUERIES  # noqa: E402
 from graphmem.screen import Selection  # noqa: E402
 
-DURATIONS = ("us-gaap:Revenues", "us-gaap:CostOfRevenue", "us-gaap:OperatingIncomeLoss",
-             "us-gaap:NetIncomeLoss")
-INSTANTS = ("us-gaap:Assets", "us-gaap:Liabilities")
+# A filing reports about 70 values (a real 10-Q reports hundreds: Tesla's average 354), so
+# that its source node is dense as real ones are (Neo4j groups the relationships of a
+# node with more than 50 by type; the read rule looks for retractions of each source).
+DURATIONS = tuple("us-gaap:" + c for c in (
+    "Revenues", "CostOfRevenue", "OperatingIncomeLoss", "NetIncomeLoss", "GrossProfit",
+    "ResearchAndDevelopmentExpense", "SellingGeneralAndAdministrativeExpense", "OperatingExpenses",
+    "InterestExpense", "IncomeTaxExpenseBenefit", "DepreciationDepletionAndAmortization",
+    "ShareBasedCompensation", "NetCashProvidedByUsedInOperatingActivities",
+    "PaymentsToAcquirePropertyPlantAndEquipment"))
+INSTANTS = tuple("us-gaap:" + c for c in (
+    "Assets", "Liabilities", "AssetsCurrent", "LiabilitiesCurrent", "CashAndCashEquivalentsAtCarryingValue",
+    "StockholdersEquity", "InventoryNet", "AccountsReceivableNetCurrent", "PropertyPlantAndEquipmentNet",
+    "LongTermDebtNoncurrent", "AccountsPayableCurrent", "RetainedEarningsAccumulatedDeficit"))
 FIRST_YEAR = 2021
 RESTATED = 0.08
 VARIANTS = (("quarter", "us-gaap:Revenues", "CY2023Q3", dt.date(2023, 10, 10), dt.date(2024, 12, 31)),
@@ -83,6 +94,12 @@ WHERE f.available_by <= $cutoff
 WITH k.entity AS entity, f ORDER BY f.available_by DESC
 RETURN entity, head(collect(f.value)) AS value
 """
+# the same, with the latest version's filings public by the cutoff (id and availability):
+# a second baseline that also returns provenance, as every row of a screen does
+SOURCED = BASELINE.replace("RETURN entity, head(collect(f.value)) AS value", """WITH entity, head(collect(f)) AS f
+RETURN entity, f.value AS value,
+       COLLECT { MATCH (f)-[e:EVIDENCED_BY]->(s:Source) WHERE e.available_by <= $cutoff
+                 RETURN [s.id, e.available_by.epochMillis] } AS sources""")
 
 
 def _h(*parts: Any) -> int:
@@ -218,17 +235,18 @@ def screened(mem: Memory, scope: Scope, attribute: str, frame: str, cutoff: dt.d
     return counts["active"], counts["conflicted"] + counts["not_found"]
 
 
-def plain_lookup(driver: neo4j.Driver, database: str, params: dict[str, Any]) -> None:
-    """The baseline: one auto-commit statement, every row fetched."""
+def plain_lookup(driver: neo4j.Driver, database: str, query: str, params: dict[str, Any]) -> None:
+    """A baseline: one auto-commit statement, every row fetched."""
     with driver.session(database=database) as session:
-        session.run(BASELINE, **params).data()
+        session.run(query, **params).data()
 
 
 def measure(mem: Memory, driver: neo4j.Driver, database: str, scope: Scope, reads: int, seed: int) -> list[dict]:
     rng = random.Random(seed)
     plan = [(v, rng.random()) for v in VARIANTS for _ in range(reads)]
     rng.shuffle(plan)
-    times: dict[str, dict[str, list[float]]] = {v[0]: {"screen": [], "baseline": []} for v in VARIANTS}
+    times: dict[str, dict[str, list[float]]] = {v[0]: {"screen": [], "baseline": [], "sourced": []}
+                                                for v in VARIANTS}
     shape: dict[str, list[tuple[int, int]]] = {v[0]: [] for v in VARIANTS}
     for (name, attribute, frame, first, last), u in plan:
         day = first + dt.timedelta(days=int(u * (last - first).days))
@@ -238,19 +256,22 @@ def measure(mem: Memory, driver: neo4j.Driver, database: str, scope: Scope, read
 
         work = {"screen": lambda a=attribute, f=frame, c=cutoff, n=name: shape[n].append(
                     screened(mem, scope, a, f, c)),
-                "baseline": lambda p=params: plain_lookup(driver, database, p)}
-        for label in rng.sample(sorted(work), 2):
+                "baseline": lambda p=params: plain_lookup(driver, database, BASELINE, p),
+                "sourced": lambda p=params: plain_lookup(driver, database, SOURCED, p)}
+        for label in rng.sample(sorted(work), len(work)):
             t0 = time.perf_counter()
             work[label]()
             times[name][label].append(time.perf_counter() - t0)
     out = []
     for name, attribute, frame, _, _ in VARIANTS:
-        s, b = times[name]["screen"], times[name]["baseline"]
+        s, b, w = times[name]["screen"], times[name]["baseline"], times[name]["sourced"]
         active = [a for a, _ in shape[name]]
         out.append({"variant": name, "attribute": attribute, "frame": frame, "reads": len(s),
                     "screen_p50_ms": pct(s, 50) * 1e3, "screen_p95_ms": pct(s, 95) * 1e3,
                     "baseline_p50_ms": pct(b, 50) * 1e3, "baseline_p95_ms": pct(b, 95) * 1e3,
                     "ratio_p50": pct(s, 50) / pct(b, 50), "ratio_p95": pct(s, 95) / pct(b, 95),
+                    "sourced_p50_ms": pct(w, 50) * 1e3, "sourced_p95_ms": pct(w, 95) * 1e3,
+                    "sourced_ratio_p50": pct(s, 50) / pct(w, 50),
                     "active_median": sorted(active)[len(active) // 2]})
     return out
 
@@ -285,7 +306,7 @@ def main() -> None:
     if not uri:
         sys.exit("set GRAPHMEM_NEO4J_URI to a dedicated server")
     database = os.environ.get("GRAPHMEM_NEO4J_DATABASE") or "neo4j"
-    scope = Scope(tenant=args.tenant or f"bench-screen-{args.companies}-{args.years}-{args.seed}")
+    scope = Scope(tenant=args.tenant or f"bench-screen-{args.companies}-{args.years}-{args.seed}-{len(DURATIONS)}")
     universe = Universe(args.companies, args.years, args.seed)
     with Memory.from_env() as mem:
         mem.migrate()
@@ -314,11 +335,12 @@ def main() -> None:
     print(f"\nscreen over {args.companies} companies ({counts.get('versions')} versions, {counts.get('keys')} keys); "
           f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after")
     print(f"{'variant':8} {'frame':10} {'screen p50/p95 ms':>20} {'plain lookup p50/p95 ms':>26} "
-          f"{'ratio p50/p95':>14} {'active':>7}")
+          f"{'ratio p50/p95':>14} {'with filings p50/p95 ms':>25} {'ratio p50':>9} {'active':>7}")
     for r in results:
         print(f"{r['variant']:8} {r['frame']:10} {r['screen_p50_ms']:9.1f} / {r['screen_p95_ms']:7.1f} "
               f"{r['baseline_p50_ms']:12.1f} / {r['baseline_p95_ms']:8.1f} {r['ratio_p50']:6.2f} / "
-              f"{r['ratio_p95']:5.2f} {r['active_median']:7}")
+              f"{r['ratio_p95']:5.2f} {r['sourced_p50_ms']:12.1f} / {r['sourced_p95_ms']:8.1f} "
+              f"{r['sourced_ratio_p50']:9.2f} {r['active_median']:7}")
     print(f"PROFILE screen.read (Revenues CY2023Q3): {prof['db_hits']} db hits; "
           + "; ".join(prof["seeks_and_scans"]))
     for n, (seconds, counted) in enumerate(ltm):
