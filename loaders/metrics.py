@@ -202,7 +202,8 @@ def screen_ltm(mem: Memory, scope: Scope, *, concept: str, cutoff: dt.datetime, 
         if window is not None:
             inputs[entity] = tuple(window.inputs.values())
     unknown = [e for e in universe if e not in by_entity and mem.entity(scope, e) is None]
-    return Screen(attribute=concept, definition="ltm", unit=unit, frame=end.label if end else None, period=None,
+    return Screen(attribute=concept, definition="ltm", unit=unit,
+                  frame=screening.Selection.frame(frame).label if frame else None, period=None,
                   cutoff=cutoff, known_at=known, universe="entities" if entities is not None else "attribute",
                   sort=sort, answers=tuple(screening.ordered(rows, sort)), unknown=tuple(sorted(unknown)),
                   inputs=inputs)

@@ -518,7 +518,7 @@ def test_ltm_across_real_companies_each_window_from_what_was_public(real):
     early = screen(t("2021-12-31"))
     assert rows(early) == {TESLA: ("active", Decimal("4485000000"), "2020-10-01..2021-09-30"),
                            MARVELL: ("not_found", None, None)}
-    assert early.definition == "ltm" and early.frame == "CY2021Q3I"
+    assert early.definition == "ltm" and early.frame == "CY2021Q3"
     assert [v.value for v in early.inputs[TESLA]] == [Decimal("3910000000"), Decimal("1994000000"),
                                                       Decimal("1419000000")]
     tesla = early.answers[0].version
