@@ -428,7 +428,8 @@ def mcp(transport: str, host: str, port: int, tokens: Path | None, actor: str, r
     token is refused.
     \b
     Tools:
-      reads (always)     as_of, facts, history, search, lineage, impact, trace, candidates
+      reads (always)     as_of, facts, screen, history, search, lineage, impact, trace,
+                         candidates
       writes             build_context, record_entity, record_source, remember_fact,
                          remember_experience, save_task_state   (off with --read-only)
       --allow-review     approve, reject
