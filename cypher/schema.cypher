@@ -96,6 +96,11 @@ CREATE INDEX graphmem_factkey_attribute IF NOT EXISTS FOR (n:FactKey) ON (n.tena
 // memory of the tenant can rank above it, which lets a search stop reading hits early.
 CREATE INDEX graphmem_source_authority IF NOT EXISTS FOR (n:Source) ON (n.tenant, n.authority_rank)
 
+// name: schema.026.factkey_entity_period
+// A screen seeks each entity's keys of one attribute whose period ends in a frame's
+// window (screen.read): a range on period_end after three equalities.
+CREATE INDEX graphmem_factkey_entity_period IF NOT EXISTS FOR (n:FactKey) ON (n.tenant, n.entity, n.attribute, n.period_end)
+
 // name: schema.028.load_mark
 // What a filings load has recorded (graphmem.loaders.edgar): one LoadMark per filing,
 // written in the filing's own transaction, and one per company once all its filings
