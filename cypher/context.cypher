@@ -31,6 +31,20 @@ CALL (s) {
 }
 RETURN s.recorded_at AS recorded_at
 
+// name: context.stored
+// Which of these ids name a fact version, experience or task state of this scope (and a
+// fact version's key): build_context re-reads those, and refuses any other id.
+UNWIND $ids AS id
+OPTIONAL MATCH (f:Fact {version_id: id})
+WHERE f.tenant = $tenant AND f.scope = $scope
+OPTIONAL MATCH (m:Memory {memory_id: id})
+WHERE m.tenant = $tenant AND m.scope = $scope
+WITH id, f, m
+WHERE f IS NOT NULL OR m IS NOT NULL
+RETURN id, CASE WHEN f IS NOT NULL THEN 'fact' WHEN m:Experience THEN 'experience'
+                ELSE 'task_state' END AS type,
+       f.key_uid AS key_uid
+
 // name: context.erase_names
 // The names an erasure's target is known by, read before lifecycle.erase removes them:
 // an entity's id, name and aliases, or a source's id and title.

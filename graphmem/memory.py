@@ -405,7 +405,7 @@ class Memory:
         )
         if not answers and known_at is None:  # nothing matched: say when we looked
             known_at = self.server_now()
-        return facts.pick_latest(answers, entity, attribute, cutoff, known_at)
+        return facts.pick_latest(answers, entity, attribute, cutoff, known_at, require)
 
     def facts_as_of(
         self,
@@ -696,8 +696,12 @@ class Memory:
 
     def build_context(self, scope: Scope, *, task_id: str, memories: Any, token_budget: int,
                       tokenizer: Callable[[str], int] | None = None) -> Context:
-        """Render ``memories`` (a SearchResult or its hits) within ``token_budget`` and record
-        the context snapshot (see graphmem/context.py)."""
+        """Render ``memories`` (a SearchResult of this scope, or hits of one search) within
+        ``token_budget`` and record the context snapshot (see graphmem/context.py).
+
+        Every memory is re-read in this scope at the search's cutoff and known_at: what
+        is rendered is what the graph holds (an erased memory is left out), and a hit of
+        another scope is refused with InputError."""
         scope = self.scope(scope)
         if not isinstance(task_id, str) or not task_id:
             raise InputError("task_id", "a context belongs to a task: give its id")
@@ -705,10 +709,10 @@ class Memory:
             raise InputError("token_budget", "must be a positive integer")
         if tokenizer is not None and not callable(tokenizer):
             raise InputError("tokenizer", "must be a callable str -> int")
-        contexts.check_memories(memories)
+        given = contexts.check_memories(scope, memories)
         call = uuid.uuid4().hex  # one per call: the same for its retries
         return self.write(scope, "build_context", lambda tx, at: contexts.record(
-            tx, scope, task_id=task_id, memories=memories, token_budget=token_budget,
+            tx, scope, task_id=task_id, memories=given, token_budget=token_budget,
             tokenizer=tokenizer, at=at, call=call))
 
     def context_snapshot(self, scope: Scope, snapshot_id: str) -> Context:

@@ -260,13 +260,15 @@ class Explain(_Model):
 
 
 class Answer(_Model):
-    """The result of an as-of read: the version chosen, or every candidate of a conflict."""
+    """The result of an as-of read: the version chosen, or every candidate of a conflict,
+    at (``cutoff``, ``known_at``) under the evidence requirement ``require``."""
 
     status: Literal["active", "conflicted", "not_found"]
     entity: str
     attribute: str
     cutoff: dt.datetime
     known_at: dt.datetime
+    require: Require | None = None
     version: FactVersion | None = None
     candidates: tuple[FactVersion, ...] = ()
     explain: Explain = Explain()

@@ -204,7 +204,8 @@ class _Hit:
     authority: int
     available_ms: int  # available_by as epoch milliseconds
     tie: str
-    read: tuple[dict[str, Any], dt.datetime] | None = None  # a fact key's fact.read row, cutoff
+    # a fact key's fact.read row, with the search's cutoff and evidence requirement
+    read: tuple[dict[str, Any], dt.datetime, Require | None] | None = None
 
     def key(self) -> tuple[Any, ...]:
         return _key(self.authority, self.score, self.available_ms, self.tie)
@@ -294,7 +295,7 @@ def _evaluate(tx: Tx, scope: Scope, q: dict[str, Any], *, lazy: bool,
                                                    cutoff=cutoff))
     keys = _keys(row["keys"])
     # the first batch, read by search.hits itself
-    _read(ev, {k: keys[k][1] for k in row["read"]}, row["answers"], cutoff)
+    _read(ev, {k: keys[k][1] for k in row["read"]}, row["answers"], cutoff, q["require"])
     pending = sorted(set(keys) - set(row["read"]), key=lambda k: _bound(k, keys[k]))
     left = row["key_count"] - len(keys)  # keys search.hits did not return: none of
     last = _bound(*next(reversed(keys.items()))) if keys else None  # them has a better bound
@@ -317,8 +318,8 @@ def _evaluate(tx: Tx, scope: Scope, q: dict[str, Any], *, lazy: bool,
             break
         batch, pending = pending[:min(size, reach)], pending[min(size, reach):]
         size *= 2
-        _read(ev, {k: keys[k][1] for k in batch}, _answers(tx, scope, batch, cutoff, known_at,
-                                                           req), cutoff)
+        _read(ev, {k: keys[k][1] for k in batch}, read_keys(tx, scope, batch, cutoff, known_at,
+                                                            req), cutoff, q["require"])
     if row["skipped"] and not _settled(ev, limit, row["frontier"]):
         return None
     return ev
@@ -343,9 +344,9 @@ def _bound(uid: str, key: Key) -> tuple[Any, ...]:
     return _key(rank, *max(matched.values()), uid)
 
 
-def _answers(tx: Tx, scope: Scope, uids: list[str], cutoff: dt.datetime,
-             known_at: dt.datetime, req: dict[str, Any]) -> list[dict[str, Any]]:
-    """The read rule on these keys (by uid) at the search's (cutoff, known_at): one
+def read_keys(tx: Tx, scope: Scope, uids: list[str], cutoff: dt.datetime,
+              known_at: dt.datetime, req: dict[str, Any]) -> list[dict[str, Any]]:
+    """The read rule on these keys (by uid) at a search's (cutoff, known_at): one
     ``fact.read`` row per key, ``i`` its index in ``uids`` (as search.hits reads them)."""
     times = facts.Times()
     reads = [{"i": i, "uid": uid, "entity": None, "attribute": None, "unit": None,
@@ -357,7 +358,7 @@ def _answers(tx: Tx, scope: Scope, uids: list[str], cutoff: dt.datetime,
 
 
 def _read(ev: Evaluation, keys: dict[str, dict[str, tuple[float, int]]],
-          answers: list[dict[str, Any]], cutoff: dt.datetime) -> None:
+          answers: list[dict[str, Any]], cutoff: dt.datetime, require: Require | None) -> None:
     """Rank the keys the read rule answered: a key is a hit if a matched version survives;
     each matched version it removed is counted under its reason."""
     order = list(keys)
@@ -377,7 +378,7 @@ def _read(ev: Evaluation, keys: dict[str, dict[str, tuple[float, int]]],
         score, available_ms = max(matched[v] for v in kept)
         ev.ranked.append(_Hit(
             "fact", shown[0]["f"]["version_id"], score, max(c["rank"] or 0 for c in shown),
-            available_ms, uid, (row, cutoff)))
+            available_ms, uid, (row, cutoff, require)))
     ev.ranked.sort(key=_Hit.key)
 
 
