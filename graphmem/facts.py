@@ -186,8 +186,9 @@ def put_entity(tx: Tx, scope: Scope, entity: Entity, recorded_at: Any) -> None:
 
 
 def to_source_record(row: dict[str, Any]) -> SourceRecord:
-    """A SourceRecord from a ``source.get_many`` row."""
-    return SourceRecord(
+    """A SourceRecord from a ``source.get_many`` row (what is stored, not re-checked
+    against the input bounds)."""
+    return SourceRecord.model_construct(
         id=row["id"], kind=row["kind"], authority=Authority(row["authority"]),
         available_by=native(row["available_by"]), publisher=row["publisher"], uri=row["uri"],
         title=row["title"], meta=json.loads(row["meta"] or "{}"),

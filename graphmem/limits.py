@@ -40,6 +40,12 @@ candidate, snapshot ids). Entity and attribute share one index key with the tena
 512 + 2 x 2,048 bytes stays well inside 8,167. Real identifiers are far shorter (the
 longest US-GAAP element names have about 200 characters)."""
 
+NAME_BYTES = 1024
+"""A name graphmem prefixes to make an identifier: who made a resolution, approval,
+invalidation, erasure or retraction (``by``; a resolution's publisher is ``user:<by>``),
+a derivation's method and method version (its publisher is ``method:<method>``). A
+person's or a tool's name, with room for the prefix inside IDENTIFIER_BYTES."""
+
 SCOPE_KEYS = 16
 """Keys a scope carries beside its tenant (a project, a user, a region ...)."""
 
@@ -155,8 +161,8 @@ def decimal_problem(value: Decimal) -> str | None:
     leading = value.adjusted()  # the power of ten of the leading digit
     if not -DECIMAL_EXPONENT <= leading <= DECIMAL_EXPONENT or not math.isfinite(float(value)):
         return (f"magnitude 10^{leading:,} is outside 10^-{DECIMAL_EXPONENT} .. "
-                f"1.8 x 10^{DECIMAL_EXPONENT} (its float copy would not be finite or not "
-                "be non-zero)")
+                f"1.8 x 10^{DECIMAL_EXPONENT} (the float copy kept for range queries must "
+                "be finite and non-zero)")
     return None
 
 
@@ -180,6 +186,15 @@ def check_id(where: str, value: Any, *, optional: bool = False) -> str | None:
     if isinstance(value, str) and not value:
         raise InputError(where, "must be a non-empty string")
     return check_text(where, value, IDENTIFIER_BYTES)
+
+
+def check_name(where: str, value: Any, *, optional: bool = False) -> str | None:
+    """A non-empty name of at most NAME_BYTES (``by``, a method)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, str) and not value:
+        raise InputError(where, "must be a non-empty string")
+    return check_text(where, value, NAME_BYTES)
 
 
 def check_ids(where: str, values: Any, most: int = IDS_PER_CALL) -> list[str]:

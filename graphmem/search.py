@@ -82,7 +82,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import facts, governance, indexing
+from . import facts, governance, indexing, limits
 from .db import Tx
 from .errors import InputError
 from .models import (
@@ -149,7 +149,8 @@ def words(*texts: str | None) -> str:
 
 
 def lucene(scope: Scope, text: str | None, match: str, entity: str | None) -> str:
-    """The full-text query: the scope token, the text's terms, the entity id if given."""
+    """The full-text query: the scope token, the text's terms (at most
+    ``limits.SEARCH_TERMS``, each one clause), the entity id if given."""
     parts = [f"+search_scope:{_phrase(indexing.scope_token(scope))}^0"]
     if text is not None:
         clauses = []
@@ -160,6 +161,9 @@ def lucene(scope: Scope, text: str | None, match: str, entity: str | None) -> st
             clauses.append(("+" if required else "") + _phrase(token))
         if not clauses:
             raise InputError("text", "nothing searchable: only stop words or punctuation")
+        if len(clauses) > limits.SEARCH_TERMS:
+            raise InputError("text", f"{len(clauses):,} searchable words; at most "
+                                     f"{limits.SEARCH_TERMS} (each is a clause of the query)")
         parts.append("+search_text:(" + " ".join(clauses) + ")")
     if entity is not None:  # narrows the index lookup; the entity filter still decides
         parts.append(f"+search_text:{_phrase(entity)}")
@@ -170,8 +174,7 @@ def make_query(scope: Scope, *, text: str | None, match: str, types: Any, entity
                task_id: str | None, cutoff: dt.datetime | None, known_at: dt.datetime | None,
                require: Require | None, limit: int) -> dict[str, Any]:
     """Check a search's arguments before any query; the fields of its SearchQuery."""
-    if text is not None and not isinstance(text, str):
-        raise InputError("text", f"a string is required, got {type(text).__name__}")
+    limits.check_text("text", text, limits.SEARCH_TEXT_BYTES, optional=True)
     if match not in ("all", "any"):
         raise InputError("match", "must be 'all' or 'any'")
     types = tuple(MEMORY_TYPES if types is None else ([types] if isinstance(types, str)
@@ -179,11 +182,9 @@ def make_query(scope: Scope, *, text: str | None, match: str, types: Any, entity
     unknown = [t for t in types if t not in MEMORY_TYPES]
     if unknown or not types:
         raise InputError("types", f"must be some of {', '.join(MEMORY_TYPES)}; got {unknown}")
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
-        raise InputError("limit", "must be an integer from 1 to 1000")
-    for name, value in (("entity", entity), ("task_id", task_id)):
-        if value is not None and (not isinstance(value, str) or not value):
-            raise InputError(name, "must be a non-empty string")
+    limits.check_int("limit", limit, 1, limits.SEARCH_LIMIT)
+    limits.check_id("entity", entity, optional=True)
+    limits.check_id("task_id", task_id, optional=True)
     if require is not None and not isinstance(require, Require):
         raise InputError("require", "a graphmem.Require is required")
     return {"text": text, "match": match, "lucene": lucene(scope, text, match, entity),
