@@ -179,22 +179,15 @@ def check_text(where: str, value: Any, limit: int = TEXT_BYTES, *,
     return value
 
 
-def check_id(where: str, value: Any, *, optional: bool = False) -> str | None:
-    """A non-empty identifier argument of at most IDENTIFIER_BYTES."""
+def check_id(where: str, value: Any, *, optional: bool = False,
+             limit: int = IDENTIFIER_BYTES) -> str | None:
+    """A non-empty identifier argument of at most ``limit`` bytes (IDENTIFIER_BYTES, or
+    NAME_BYTES for a name graphmem prefixes: ``by``, a method)."""
     if value is None and optional:
         return None
     if isinstance(value, str) and not value:
         raise InputError(where, "must be a non-empty string")
-    return check_text(where, value, IDENTIFIER_BYTES)
-
-
-def check_name(where: str, value: Any, *, optional: bool = False) -> str | None:
-    """A non-empty name of at most NAME_BYTES (``by``, a method)."""
-    if value is None and optional:
-        return None
-    if isinstance(value, str) and not value:
-        raise InputError(where, "must be a non-empty string")
-    return check_text(where, value, NAME_BYTES)
+    return check_text(where, value, limit)
 
 
 def check_ids(where: str, values: Any, most: int = IDS_PER_CALL) -> list[str]:

@@ -95,7 +95,7 @@ def normalise_inputs(inputs: dict[str, str | Sequence[str]]) -> list[dict[str, A
         raise InputError("inputs", "a derivation needs at least one input ({role: id(s)})")
     rows = []
     for role, ids in sorted(inputs.items()):
-        limits.check_name("inputs", role)
+        limits.check_id("inputs", role, limit=limits.NAME_BYTES)
         for position, vid in enumerate([ids] if isinstance(ids, str) else list(ids)):
             if not isinstance(vid, str) or not vid:
                 raise InputError(f"inputs[{role!r}]", "version ids must be non-empty strings")

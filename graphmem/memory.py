@@ -272,7 +272,7 @@ class Memory:
         scope = self.scope(scope)
         limits.check_id("version_id", version_id)
         _reason("an invalidation", reason)
-        limits.check_name("by", by, optional=True)
+        limits.check_id("by", by, optional=True, limit=limits.NAME_BYTES)
 
         def work(tx: Tx, at: Any) -> FactVersion:
             self._existing(tx, scope, [version_id])
@@ -310,7 +310,7 @@ class Memory:
             raise InputError("versions", "name at least one version to resolve")
         if not by:
             raise InputError("by", "a resolution names who made it")
-        limits.check_name("by", by)
+        limits.check_id("by", by, limit=limits.NAME_BYTES)
         _reason("a resolution", reason)
         try:
             value = values.typed(value)
@@ -386,7 +386,7 @@ class Memory:
         limits.check_id("entity", entity, optional=True)
         limits.check_id("source_id", source_id, optional=True)
         _reason("an erasure", reason)
-        limits.check_name("by", by, optional=True)
+        limits.check_id("by", by, optional=True, limit=limits.NAME_BYTES)
         e_uid = facts.entity_uid(scope, entity) if entity else None
         s_uid = facts.source_uid(scope, source_id) if source_id else None
 
@@ -583,8 +583,8 @@ class Memory:
         cutoff = _aware("cutoff", cutoff)
         if not method or not method_version:
             raise InputError("method", "a derivation needs a method and a method version")
-        limits.check_name("method", method)
-        limits.check_name("method_version", method_version)
+        limits.check_id("method", method, limit=limits.NAME_BYTES)
+        limits.check_id("method_version", method_version, limit=limits.NAME_BYTES)
         _instance("output", output, FactIn)
         rows = lineage.normalise_inputs(inputs)
         params_text = lineage.params_json(params)
@@ -647,7 +647,7 @@ class Memory:
         scope = self.scope(scope)
         limits.check_id("source_id", source_id)
         _reason("a retraction", reason)
-        limits.check_name("by", by, optional=True)
+        limits.check_id("by", by, optional=True, limit=limits.NAME_BYTES)
 
         def work(tx: Tx, at: Any) -> lineage.ImpactReport:
             report = lineage.impact(tx, scope, source_id=source_id, version_id=None,
@@ -731,7 +731,7 @@ class Memory:
         limits.check_id("candidate_id", candidate_id)
         if not by:
             raise InputError("by", "an approval names who made it")
-        limits.check_name("by", by)
+        limits.check_id("by", by, limit=limits.NAME_BYTES)
         return self.write(scope, "approve",
                           lambda tx, at: governance.approve(tx, scope, candidate_id, by, at))
 
@@ -741,7 +741,7 @@ class Memory:
         scope = self.scope(scope)
         limits.check_id("candidate_id", candidate_id)
         _reason("a rejection", reason)
-        limits.check_name("by", by, optional=True)
+        limits.check_id("by", by, optional=True, limit=limits.NAME_BYTES)
         return self.write(scope, "reject", lambda tx, at: governance.reject(
             tx, scope, candidate_id, reason, by, at))
 

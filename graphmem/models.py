@@ -17,6 +17,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from enum import StrEnum
 from functools import cached_property
@@ -96,29 +98,31 @@ def input_error(model: str, exc: ValidationError) -> InputError:
     return InputError(where, reason)
 
 
+@contextmanager
+def _input_errors(model: str) -> Iterator[None]:
+    try:
+        yield
+    except ValidationError as exc:
+        raise input_error(model, exc) from exc
+
+
 class _RaisesInputError:
     """For input models: a failed validation raises InputError (see :func:`input_error`),
     and ``model_copy(update=...)`` validates the copy as a new model would be."""
 
     def __init__(self, **data: Any) -> None:
-        try:
+        with _input_errors(type(self).__name__):
             super().__init__(**data)  # type: ignore[call-arg]
-        except ValidationError as exc:
-            raise input_error(type(self).__name__, exc) from exc
 
     @classmethod
     def model_validate(cls, obj: Any, **options: Any) -> Any:
-        try:
+        with _input_errors(cls.__name__):
             return super().model_validate(obj, **options)  # type: ignore[misc]
-        except ValidationError as exc:
-            raise input_error(cls.__name__, exc) from exc
 
     @classmethod
     def model_validate_json(cls, data: Any, **options: Any) -> Any:
-        try:
+        with _input_errors(cls.__name__):
             return super().model_validate_json(data, **options)  # type: ignore[misc]
-        except ValidationError as exc:
-            raise input_error(cls.__name__, exc) from exc
 
     def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Any:
         if not update:
