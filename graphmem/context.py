@@ -80,7 +80,7 @@ from .models import (
     TraceResult,
     TraceStep,
 )
-from .values import digest
+from .values import digest, epoch
 
 Tokenizer = Callable[[str], int]
 OUTCOMES = ("included", "cut", "not_considered", "filtered", "candidate", "not_found",
@@ -301,24 +301,23 @@ def reread(tx: Tx, scope: Scope, given: Memories, cutoff: dt.datetime, known_at:
     and authority); its authority is the re-read one."""
     if not given.hits:
         return []
-    ids = sorted({h.memory_id for h in given.hits})
-    stored = {r["id"]: r for r in tx.run("context.stored", ids=ids, **facts.scope_params(scope))}
+    row = tx.one("context.reread", ids=sorted({h.memory_id for h in given.hits}),
+                 cutoff=epoch(cutoff), known_at=epoch(known_at),
+                 **facts.require_params(given.require), **facts.scope_params(scope))
+    assert row is not None  # the statement aggregates: always one row
+    stored = {memory_id: (kind, uid) for memory_id, kind, uid in row["stored"]}
     for i, h in enumerate(given.hits):
         if h.memory_id not in stored:
             raise InputError(f"memories[{i}]", f"{h.memory_id!r} is not a fact version, "
                              f"experience or task state of scope {scope.id}: a context is "
                              "built only from memories of its own scope")
-    uids = sorted({r["key_uid"] for r in stored.values() if r["type"] == "fact"})
-    rows = search.read_keys(tx, scope, uids, cutoff, known_at,
-                            facts.require_params(given.require))
-    answers = {uids[r["i"]]: facts._answer(r, cutoff, given.require) for r in rows}
-    others = governance.load_memories(
-        tx, scope, [m for m, r in stored.items() if r["type"] != "fact"], known_at=known_at,
-        cutoff=cutoff)
+    answers = {row["uids"][a["i"]]: facts._answer(a, cutoff, given.require)
+               for a in row["answers"]}
+    others = governance.to_memories(row["details"], known_at=known_at, cutoff=cutoff)
     out = []
     for h in given.hits:
-        row = stored[h.memory_id]
-        hit = (_fact_hit(h, answers[row["key_uid"]]) if row["type"] == "fact"
+        kind, uid = stored[h.memory_id]
+        hit = (_fact_hit(h, answers[uid]) if kind == "fact"
                else _memory_hit(h, others[h.memory_id], cutoff, known_at))
         if hit is not None:
             out.append(hit)
