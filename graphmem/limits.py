@@ -148,18 +148,21 @@ def utf8_problem(text: str, limit: int) -> str | None:
 def decimal_problem(value: Decimal) -> str | None:
     """Why a finite decimal is outside DECIMAL_DIGITS / DECIMAL_EXPONENT, or None.
 
-    Reads the decimal's digit tuple and exponent only: never its text, which is what
-    ``1e100000000`` makes too large to build."""
+    Reads the decimal's exponent and, only when its short text (``str``, which writes
+    ``1E+100000000``, never the 100,000,001 characters of its fixed-point text) is longer
+    than the digits allowed, its digit tuple. A zero is always within bounds."""
     if not value:
         return None
-    digits = value.as_tuple().digits
-    significant = len(digits)
-    while significant > 1 and digits[significant - 1] == 0:  # 1000 has one
-        significant -= 1
-    if significant > DECIMAL_DIGITS:
-        return f"{significant:,} significant digits; at most {DECIMAL_DIGITS}"
+    if len(str(value)) > DECIMAL_DIGITS:  # else it cannot have that many digits
+        digits = value.as_tuple().digits
+        significant = len(digits)
+        while significant > 1 and digits[significant - 1] == 0:  # 1000 has one
+            significant -= 1
+        if significant > DECIMAL_DIGITS:
+            return f"{significant:,} significant digits; at most {DECIMAL_DIGITS}"
     leading = value.adjusted()  # the power of ten of the leading digit
-    if not -DECIMAL_EXPONENT <= leading <= DECIMAL_EXPONENT or not math.isfinite(float(value)):
+    if not -DECIMAL_EXPONENT <= leading <= DECIMAL_EXPONENT or (
+            leading == DECIMAL_EXPONENT and not math.isfinite(float(value))):
         return (f"magnitude 10^{leading:,} is outside 10^-{DECIMAL_EXPONENT} .. "
                 f"1.8 x 10^{DECIMAL_EXPONENT} (the float copy kept for range queries must "
                 "be finite and non-zero)")

@@ -36,15 +36,15 @@ def typed(value: Any) -> Any:
     Decimal; a float (inexact) or a datetime (not a value) is refused; a decimal must be
     finite and within ``limits.DECIMAL_DIGITS`` and ``limits.DECIMAL_EXPONENT``, a text
     within ``limits.TEXT_BYTES``. Other types are left to the model to refuse."""
-    if isinstance(value, float):
-        raise ValueError("floats are refused: pass a Decimal or a string of digits")
     if isinstance(value, int) and not isinstance(value, bool):
         value = Decimal(value)
-    if isinstance(value, dt.datetime):
-        raise ValueError("datetimes are not fact values; pass a date")
-    if isinstance(value, Decimal):
+    if isinstance(value, Decimal):  # first: what loaders send
         problem = ("decimal values must be finite" if not value.is_finite()
                    else limits.decimal_problem(value))
+    elif isinstance(value, float):
+        problem = "floats are refused: pass a Decimal or a string of digits"
+    elif isinstance(value, dt.datetime):
+        problem = "datetimes are not fact values; pass a date"
     elif isinstance(value, str):
         problem = limits.utf8_problem(value, limits.TEXT_BYTES)
     else:
@@ -62,6 +62,8 @@ def encode(value: FactValue) -> tuple[str, str, float | None]:
         problem = limits.decimal_problem(value) if value.is_finite() else "not finite"
         if problem:  # a value that bypassed FactIn's validation (model_construct)
             raise InputError("value", problem)
+        if not value:  # a zero's exponent can be anything: 0E-100000000 is 0
+            return "decimal", "0", 0.0
         # format(..., "f") is exact at any precision (normalize() would round to 28 digits).
         text = format(value, "f")
         if "." in text:
