@@ -40,6 +40,7 @@ from graphmem import (
     Source,
     TaskStateIn,
     limits,
+    values,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -154,6 +155,9 @@ def test_values_just_inside_the_bounds_are_accepted():
     assert Scope(tenant=at(limits.TENANT_BYTES, "😀")).tenant
     assert len(source(meta={f"k{i}": "v" * 60_000 for i in range(17)}).meta) == 17
     assert len(Entity(id="e", aliases=("A",) * 256).aliases) == 256
+    # a zero is within bounds whatever its exponent, and is stored as 0, not as the
+    # 100,000,001 characters its fixed-point text would have
+    assert values.encode(fact(value=Decimal("0E-100000000")).value) == ("decimal", "0", 0.0)
 
 
 # ---------------------------------------------------------------- Memory's arguments
