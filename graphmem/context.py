@@ -286,8 +286,8 @@ def check_memories(scope: Scope, memories: Any) -> Memories:
     return Memories(hits, None, a.cutoff, a.known_at, a.require)
 
 
-def reread(tx: Tx, scope: Scope, given: Memories, cutoff: dt.datetime, known_at: dt.datetime
-           ) -> list[SearchHit]:
+def reread(tx: Tx, scope: Scope, given: Memories, cutoff: dt.datetime | None,
+           known_at: dt.datetime | None) -> list[SearchHit]:
     """The hits as this scope says they are at (cutoff, known_at): nothing a context
     renders comes from the objects the caller passed, only from the graph.
 
@@ -299,7 +299,7 @@ def reread(tx: Tx, scope: Scope, given: Memories, cutoff: dt.datetime, known_at:
     search) recorded after known_at, not public by the cutoff, without live evidence -
     is left out. A hit keeps its search position (the context's order after conflicts
     and authority); its authority is the re-read one."""
-    if not given.hits:
+    if not given.hits or cutoff is None or known_at is None:  # no hits, no times
         return []
     row = tx.one("context.reread", ids=sorted({h.memory_id for h in given.hits}),
                  cutoff=epoch(cutoff), known_at=epoch(known_at),
@@ -363,7 +363,7 @@ def record(tx: Tx, scope: Scope, *, task_id: str, memories: Memories, token_budg
     cutoff, known_at = memories.cutoff, memories.known_at
     if memories.hits and known_at is None:  # hits that do not say when: as of now
         cutoff = known_at = at
-    hits = reread(tx, scope, memories, cutoff, known_at) if memories.hits else []
+    hits = reread(tx, scope, memories, cutoff, known_at)
     count = tokenizer or approx_tokens
     p = plan(task_id, hits, token_budget, count, cutoff, known_at)
     rendered_hash = hashlib.sha256(p.rendered.encode()).hexdigest()
