@@ -99,6 +99,10 @@ after the index was reached); 256 leaves room for the scope and entity clauses."
 SEARCH_LIMIT = 1000
 """Hits a search returns (``limit``): a page to rank and render, not an export."""
 
+SCREEN_ENTITIES = 100_000
+"""Entities one ``screen`` names (its universe): every listed company several times over,
+sent to the server as one statement's parameter."""
+
 CONTEXT_MEMORIES = SEARCH_LIMIT
 """Memories one ``build_context`` renders: the hits of one search."""
 
