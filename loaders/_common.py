@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from graphmem.db import Tx
 from graphmem.errors import InputError
 from graphmem.facts import scope_params
-from graphmem.memory import Memory, record_in
+from graphmem.memory import Memory, record_args, record_in
 from graphmem.models import FactIn, Scope, Source, WriteReport
 
 # ------------------------------------------------------------------ units
@@ -215,7 +215,7 @@ def write_filing(
     failure leaves neither the source, nor any fact of that filing, nor its mark. Errors
     are re-raised naming the file and filing (``where``) before graphmem's own location."""
     scope = mem.scope(scope)
-    sources, facts_in = [source], list(items)
+    sources, facts_in = record_args([source], items)
 
     def work(tx: Tx, at: Any) -> WriteReport:
         report = record_in(tx, scope, sources, facts_in, at)

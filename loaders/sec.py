@@ -107,6 +107,7 @@ from typing import Any
 import ijson
 from pydantic import ValidationError
 
+from graphmem import values
 from graphmem.errors import InputError
 from graphmem.models import Authority, Entity, FactIn, Period, Source
 
@@ -196,6 +197,10 @@ def _value(val: Any) -> Decimal:
     value = Decimal(val)
     if not value.is_finite():
         raise _Problem("not-a-number", f"val must be finite, got {val!r}")
+    try:  # graphmem's bounds on a decimal, before anything reads its digits
+        value = values.typed(value)
+    except ValueError as exc:
+        raise _Problem("out-of-bounds", f"val out of bounds: {exc}") from None
     return value
 
 
