@@ -38,6 +38,8 @@ import ijson
 
 from graphmem.errors import InputError
 
+from .longnumbers import ShortNumbers
+
 _CIK_IN_NAME = re.compile(r"CIK0*(\d{1,10})", re.IGNORECASE)
 #: Top-level keys that tell a companyfacts file from a submissions file or page.
 _FACTS_KEYS = frozenset({"entityName", "facts"})
@@ -74,11 +76,13 @@ class Document:
                    archive=archive, info=info)
 
     def open(self) -> IO[bytes]:
+        """A stream of the JSON to parse: the bytes as stored, but for numbers too long for
+        a parser to hold or convert, written short (:mod:`.longnumbers`)."""
         try:
             if self.archive is not None and self.info is not None:
-                return self.archive.open(self.info)
+                return ShortNumbers(self.archive.open(self.info))
             assert self.path is not None
-            return self.path.open("rb")
+            return ShortNumbers(self.path.open("rb"))
         except FileNotFoundError:
             raise InputError(self.name, "file not found") from None
         except (OSError, zipfile.BadZipFile) as exc:
