@@ -146,12 +146,15 @@ def test_a_stand_in_says_what_the_number_was(token, detail):
 
 
 _PEAK = """
-import json, resource, sys
+import json, sys
 from graphmem.loaders import sec
 from graphmem.loaders.spool import Spool
 with Spool() as spool:
     read = sec.read(sys.argv[1], spool=spool)
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+# VmHWM, not ru_maxrss: a child's ru_maxrss starts at its parent's peak (Linux keeps it
+# across fork and exec), so under pytest it would be pytest's own.
+with open("/proc/self/status") as status:
+    peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
 print(json.dumps([read.rows, [q.reason for q in read.quarantined], peak]))
 """
 
