@@ -99,8 +99,6 @@ import datetime as dt
 import hashlib
 import json
 import re
-import zipfile
-import zlib
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -122,6 +120,7 @@ from ._common import LoadReport, unit_problem
 from .quarantine import Quarantined, Sink
 from .spool import Row, Spool
 from .universe import Company, Document
+from .ziparchive import ArchiveError
 
 __all__ = ["Acceptances", "Batch", "CompanyFacts", "LoadReport", "entity_id", "filing_uri", "load", "read",
            "read_json", "read_submissions", "reading", "rerounds"]
@@ -169,8 +168,9 @@ def read_json(source: str | Path | Document) -> Any:
     except json.JSONDecodeError as exc:
         raise InputError(doc.name, f"not valid JSON: {exc.msg} at line {exc.lineno} "
                                    f"column {exc.colno}") from None
-    except (UnicodeDecodeError, ValueError, EOFError, OSError, zipfile.BadZipFile, zlib.error,
-            RecursionError) as exc:
+    except ArchiveError as exc:
+        raise InputError(exc.where, exc.reason) from None
+    except (UnicodeDecodeError, ValueError, OSError, RecursionError) as exc:
         raise InputError(doc.name, f"not valid JSON: {exc}") from None
 
 
@@ -522,8 +522,9 @@ def _stream(doc: Document) -> Iterator[tuple[tuple[str | int, ...], Any]]:
                     arrays.append(event == "start_array")
                     if len(keys) == 4:
                         seen_units.append(False)
-    except (ijson.JSONError, UnicodeDecodeError, ValueError, EOFError, OSError, zipfile.BadZipFile,
-            zlib.error) as exc:
+    except ArchiveError as exc:
+        raise InputError(exc.where, exc.reason) from None
+    except (ijson.JSONError, UnicodeDecodeError, ValueError, OSError) as exc:
         raise InputError(file, f"not valid JSON: {_first_line(exc)}") from None
 
 
