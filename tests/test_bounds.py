@@ -395,6 +395,46 @@ def test_a_companyfacts_value_past_its_bound_is_quarantined_and_the_rest_loads(
         assert mem.counts(Scope(tenant=tenant))["evidence"] == 767
 
 
+# Issue 13: a 9,000-character concept name passed validation and failed on the server
+# ("Property value is too large to index") at the 50th filing of a load.
+@pytest.mark.parametrize(("part", "reason", "detail"), [
+    ("concept", "out-of-bounds", "FactIn.attribute"),
+    ("unit", "bad-unit", "a unit of 3000 characters is longer than 256"),
+], ids=["9,000-character concept", "3,000-byte unit"])
+def test_a_companyfacts_identifier_past_its_bound_is_quarantined_and_the_rest_loads(
+        migrated, tmp_path, part, reason, detail):
+    """Every row of that concept (or unit) is kept out and recorded naming the file; every
+    filing loads with its other rows, the filings before those rows as the ones after."""
+    data = json.loads(LPA.read_text())
+    concepts = data["facts"]["ifrs-full"]
+    name = sorted(concepts)[len(concepts) // 2]  # a concept in the middle of the file
+    rows = concepts[name]["units"]["USD"]
+    if part == "concept":
+        concepts["C" * 9000] = concepts.pop(name)
+    else:
+        concepts[name]["units"] = {"u" * 3000: rows}
+    assert len({r["accn"] for r in rows}) >= 2 and len(rows) < 768
+    path = tmp_path / "companyfacts.json"
+    path.write_text(json.dumps(data))
+    quarantine = tmp_path / "quarantine.jsonl"
+    tenant = f"test-bounds-{os.getpid()}-{part}-{tmp_path.name}"
+    run = _cli(migrated, "load", "companyfacts", str(path), "--tenant", tenant, "--quarantine", str(quarantine))
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    assert f"quarantine={{'{reason}': {len(rows)}}}" in run.stdout, run.stdout
+    records = [json.loads(line) for line in quarantine.read_text().splitlines()]
+    assert sorted(r["row"] for r in records) == list(range(len(rows)))
+    assert sorted(r["accession"] for r in records) == sorted(r["accn"] for r in rows)
+    assert all(r["file"] == str(path) and r["reason"] == reason and detail in r["detail"] for r in records)
+    with migrated.connect() as mem:
+        scope = Scope(tenant=tenant)
+        counts = mem.counts(scope)
+        assert (counts["sources"], counts["evidence"]) == (3, 768 - len(rows))
+        answer = mem.as_of(scope, entity="cik:1997711", attribute="ifrs-full:AccrualsClassifiedAsCurrent",
+                           unit="USD", period=Period(end=dt.date(2022, 12, 31)),
+                           cutoff=dt.datetime(2100, 1, 1, tzinfo=dt.UTC))
+        assert answer.value == Decimal(2650535)  # a row of the first filing
+
+
 @pytest.mark.parametrize("val", ["2650535." + "0" * 5000, "2650535" + "0" * 5000 + "e-5000"],
                          ids=["5,000 zeros after the point", "5,000 zeros times 10^-5000"])
 def test_a_companyfacts_value_written_long_but_within_bounds_loads_exactly(migrated, tmp_path, val):
