@@ -317,8 +317,8 @@ def _evaluate(tx: Tx, scope: Scope, q: dict[str, Any], *, lazy: bool,
             break
         batch, pending = pending[:min(size, reach)], pending[min(size, reach):]
         size *= 2
-        _read(ev, {k: keys[k][1] for k in batch}, _answers(tx, scope, batch, cutoff, known_at,
-                                                           req), cutoff)
+        _read(ev, {k: keys[k][1] for k in batch}, _answers(tx, scope, keys, batch, cutoff,
+                                                           known_at, req), cutoff)
     if row["skipped"] and not _settled(ev, limit, row["frontier"]):
         return None
     return ev
@@ -343,14 +343,16 @@ def _bound(uid: str, key: Key) -> tuple[Any, ...]:
     return _key(rank, *max(matched.values()), uid)
 
 
-def _answers(tx: Tx, scope: Scope, uids: list[str], cutoff: dt.datetime,
+def _answers(tx: Tx, scope: Scope, keys: dict[str, Key], uids: list[str], cutoff: dt.datetime,
              known_at: dt.datetime, req: dict[str, Any]) -> list[dict[str, Any]]:
     """The read rule on these keys (by uid) at the search's (cutoff, known_at): one
-    ``fact.read`` row per key, ``i`` its index in ``uids`` (as search.hits reads them)."""
+    ``fact.read`` row per key, ``i`` its index in ``uids`` (as search.hits reads them),
+    with the filter that removed each of its matched versions."""
     times = facts.Times()
     reads = [{"i": i, "uid": uid, "entity": None, "attribute": None, "unit": None,
               "definition": None, "period": None, "valid_from": None, "valid_to": None,
-              "cutoff": times.ref(cutoff), "known_at": times.ref(known_at), "idem": None}
+              "cutoff": times.ref(cutoff), "known_at": times.ref(known_at), "idem": None,
+              "source": None, "versions": list(keys[uid][1])}
              for i, uid in enumerate(uids)]
     return tx.run("fact.read", reads=reads, times=times.values, brief=False, **req,
                   **facts.scope_params(scope))
