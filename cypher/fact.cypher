@@ -84,9 +84,9 @@ WITH r, C, K, k, feeds, COLLECT {
     LIMIT 1
   }
   CALL (k, C, K, feed, t, at) {
+    UNWIND CASE WHEN at IS NULL THEN [feed.publisher] ELSE [] END AS publisher
     MATCH (f:Fact)-[e:EVIDENCED_BY]->(s:Source)
-    WHERE at IS NULL AND e.key_uid = k.uid AND e.publisher = feed.publisher AND e.top = t
-      AND e.available_by <= C
+    WHERE e.key_uid = k.uid AND e.publisher = publisher AND e.top = t AND e.available_by <= C
       AND
         // include: fact.live_evidence $edge=e $source=s
       AND
@@ -238,7 +238,7 @@ RETURN r.i AS i, CASE WHEN NOT $brief THEN K.epochSeconds * 1000000 + K.nanoseco
                  live: live, rank: best} END
        } AS candidates,
        CASE WHEN NOT $brief THEN {
-         versions: COUNT { (k)<-[:VERSION_OF]-(:Fact) },
+         versions: COUNT { (k)<-[:VERSION_OF]-() },
          known_at: size([x IN tallied WHERE x.by = 'known_at']),
          erased: size([x IN tallied WHERE x.by = 'erased']),
          cutoff: size([x IN tallied WHERE x.by = 'cutoff']),
