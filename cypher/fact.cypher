@@ -151,62 +151,82 @@ WITH r, C, K, k, feeds, best, final, [f IN final | f.version_id] AS final_ids,
        CASE WHEN f.value_type + ':' + f.value IN vals THEN vals
             ELSE vals + (f.value_type + ':' + f.value) END) AS values,
      NOT $brief AND $kinds IS NULL AND K >= k.written_at AS counted
-// 4. The versions classified one by one: for explain (`counted`, see above) those the
-// key's counters cannot tell, and the versions the read asks about (`removed`).
-WITH r, C, K, k, best, final, final_ids, values, counted, COLLECT {
-  CALL (r, C, K, k, feeds, counted) {
-    CALL (C, k, feeds, counted) {
-      UNWIND CASE WHEN counted THEN k.flagged ELSE [] END AS vid
-      MATCH (f:Fact {version_id: vid})
-      RETURN f
-      UNION
-      UNWIND CASE WHEN counted THEN feeds ELSE [] END AS feed
-      MATCH (f:Fact)-[e:EVIDENCED_BY]->(:Source)
-      WHERE e.key_uid = k.uid AND e.publisher = feed.publisher AND e.top = feed.top
-        AND e.available_by > C
-      RETURN f
-      UNION
-      MATCH (f:Fact)-[:VERSION_OF]->(k)
-      WHERE NOT $brief AND NOT counted
-      RETURN f
-    }
-    RETURN f, true AS tally
+// 4. explain and removed (not with $brief). explain classifies the versions the key's
+// counters cannot tell (`counted`, see above; else every version): those the first three
+// filters remove by their own stamps are only counted, by filter and top; the others are
+// classified one by one, as are the versions the read names (`removed`).
+CALL (C, K, k, feeds, counted) {
+  CALL (C, k, feeds, counted) {
+    UNWIND CASE WHEN counted THEN feeds ELSE [] END AS feed
+    MATCH (f:Fact)-[e:EVIDENCED_BY]->(:Source)
+    WHERE e.key_uid = k.uid AND e.publisher = feed.publisher AND e.top = feed.top
+      AND e.available_by > C
+    RETURN f, e.top AS top
+    UNION
+    UNWIND CASE WHEN counted THEN k.flagged ELSE [] END AS vid
+    MATCH (f:Fact {version_id: vid})
+    RETURN f, COLLECT { MATCH (f)-[e:EVIDENCED_BY]->(:Source) RETURN e.top LIMIT 1 }[0] AS top
+    UNION
+    MATCH (f:Fact)-[:VERSION_OF]->(k)
+    WHERE NOT $brief AND NOT counted
+    RETURN f, null AS top
+  }
+  WITH f, top,
+       CASE WHEN f.recorded_at > K THEN 'known_at' WHEN f.erased_at IS NOT NULL THEN 'erased'
+            WHEN f.available_by > C THEN 'cutoff' END AS stamped
+  RETURN collect(CASE WHEN stamped IS NULL THEN {f: f, top: top} END) AS open,
+         {known_at: sum(CASE stamped WHEN 'known_at' THEN 1 ELSE 0 END),
+          erased: sum(CASE stamped WHEN 'erased' THEN 1 ELSE 0 END),
+          cutoff: sum(CASE stamped WHEN 'cutoff' THEN 1 ELSE 0 END),
+          tops: [sum(CASE WHEN stamped IS NOT NULL AND top = 1 THEN 1 ELSE 0 END),
+                 sum(CASE WHEN stamped IS NOT NULL AND top = 2 THEN 1 ELSE 0 END),
+                 sum(CASE WHEN stamped IS NOT NULL AND top = 3 THEN 1 ELSE 0 END),
+                 sum(CASE WHEN stamped IS NOT NULL AND top = 4 THEN 1 ELSE 0 END)]} AS early
+}
+WITH r, C, K, k, best, final, final_ids, values, counted, early, COLLECT {
+  CALL (r, k, open) {
+    UNWIND open AS x
+    RETURN x.f AS f, x.top AS top, true AS tally
     UNION ALL
     UNWIND CASE WHEN $brief THEN [] ELSE coalesce(r.versions, []) END AS vid
     MATCH (f:Fact {version_id: vid})
     WHERE f.key_uid = k.uid
-    RETURN f, false AS tally
+    RETURN f, null AS top, false AS tally
   }
-  WITH f, tally,
-       COLLECT { MATCH (f)-[e:EVIDENCED_BY]->(:Source) RETURN e.top LIMIT 1 }[0] AS top,
+  // `by`: the filter that removes the version at (C, K), in explain's order, or null if
+  // it survives. The first three filters read the version's own stamps (its first
+  // evidence is its earliest: none is public by C if that is not); only a version they
+  // keep has its evidence read.
+  WITH *, CASE WHEN f.recorded_at > K THEN 'known_at' WHEN f.erased_at IS NOT NULL THEN 'erased'
+               WHEN f.available_by > C THEN 'cutoff' END AS stamped
+  WITH *,
        COLLECT {
          MATCH (f)-[e:EVIDENCED_BY]->(s:Source)
-         WHERE e.recorded_at <= K
-         RETURN {at: e.available_by, rank: s.authority_rank, kind: s.kind,
+         WHERE stamped IS NULL AND e.recorded_at <= K AND e.available_by <= C
+         RETURN {rank: s.authority_rank, kind: s.kind,
                  retracted: EXISTS { (s)<-[:RETRACTS]-(rx:Retraction) WHERE rx.recorded_at <= K }}
-       } AS ev,
-       EXISTS { (f)<-[:INVALIDATES]-(ix:Invalidation) WHERE ix.recorded_at <= K } AS invalidated
-  WITH f, tally, top, invalidated, [e IN ev WHERE e.at <= C] AS public
-  WITH f, tally, top, invalidated, public, [e IN public WHERE NOT e.retracted] AS live
-  WITH f, tally, top, invalidated, public, live,
-       [e IN live WHERE e.rank >= $min_rank AND ($kinds IS NULL OR e.kind IN $kinds)] AS required
-  RETURN {version_id: f.version_id, tally: tally, top: top, by: CASE
-    WHEN f.recorded_at > K THEN 'known_at'
-    WHEN f.erased_at IS NOT NULL THEN 'erased'
-    WHEN size(public) = 0 THEN 'cutoff'
+       } AS public,
+       EXISTS { (f)<-[:INVALIDATES]-(ix:Invalidation) WHERE stamped IS NULL AND ix.recorded_at <= K }
+         AS invalidated
+  WITH *, [e IN public WHERE NOT e.retracted] AS live
+  WITH *, [e IN live WHERE e.rank >= $min_rank AND ($kinds IS NULL OR e.kind IN $kinds)] AS required
+  WITH *, CASE
+    WHEN stamped IS NOT NULL THEN stamped
     WHEN invalidated THEN 'invalidated'
     WHEN size(live) = 0 THEN 'retracted'
     WHEN size(required) = 0 THEN 'evidence'
     WHEN NOT any(e IN required WHERE e.rank = best) THEN 'outranked'
     WHEN NOT f.version_id IN final_ids THEN 'superseded'
-  END}
+  END AS by
+  RETURN {version_id: f.version_id, top: top, tally: tally, by: by}
 } AS classified
-WITH r, C, K, k, best, final, final_ids, values, counted, classified,
-     [x IN classified WHERE x.tally] AS tallied
+WITH r, C, K, k, best, final, final_ids, values, counted, early,
+     [x IN classified WHERE x.tally] AS tallied,
+     [x IN classified WHERE NOT x.tally | {version_id: x.version_id, by: x.by}] AS removed
 // The versions not classified, by top: every one of them is live with its top as rank.
-WITH r, C, K, k, best, final, final_ids, values, counted, classified, tallied,
-     [t IN range(1, 4) | CASE WHEN counted THEN k.tiers[t - 1] - size([x IN tallied WHERE x.top = t]) ELSE 0 END]
-       AS plain,
+WITH r, C, K, k, best, final, values, early, tallied, removed,
+     [t IN range(1, 4) | CASE WHEN counted THEN k.tiers[t - 1] - early.tops[t - 1]
+                                                - size([x IN tallied WHERE x.top = t]) ELSE 0 END] AS plain,
      size([id IN final_ids WHERE NOT id IN [x IN tallied | x.version_id]]) AS plain_final
 // With $brief (the write path, which only compares values) a row carries just the
 // candidates' ids and values: decoding times and maps in the Python driver costs far
@@ -239,9 +259,9 @@ RETURN r.i AS i, CASE WHEN NOT $brief THEN K.epochSeconds * 1000000 + K.nanoseco
        } AS candidates,
        CASE WHEN NOT $brief THEN {
          versions: COUNT { (k)<-[:VERSION_OF]-() },
-         known_at: size([x IN tallied WHERE x.by = 'known_at']),
-         erased: size([x IN tallied WHERE x.by = 'erased']),
-         cutoff: size([x IN tallied WHERE x.by = 'cutoff']),
+         known_at: early.known_at + size([x IN tallied WHERE x.by = 'known_at']),
+         erased: early.erased + size([x IN tallied WHERE x.by = 'erased']),
+         cutoff: early.cutoff + size([x IN tallied WHERE x.by = 'cutoff']),
          invalidated: size([x IN tallied WHERE x.by = 'invalidated']),
          retracted: size([x IN tallied WHERE x.by = 'retracted']),
          evidence: size([x IN tallied WHERE x.by = 'evidence'])
@@ -262,8 +282,7 @@ RETURN r.i AS i, CASE WHEN NOT $brief THEN K.epochSeconds * 1000000 + K.nanoseco
        }[0] AS already,
        // which filter removed each version the read names (null: it is among the
        // candidates), for search explain and context trace
-       CASE WHEN NOT $brief THEN [x IN classified WHERE NOT x.tally | {version_id: x.version_id, by: x.by}] END
-         AS removed
+       CASE WHEN NOT $brief THEN removed END AS removed
 
 // fragment: fact.live_evidence
 // Evidence edge $edge, from source $source, counts in the read at (C, K): recorded by K,
