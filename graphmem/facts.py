@@ -586,7 +586,9 @@ def versions_by_id(tx: Tx, scope: Scope, version_ids: Sequence[str]) -> list[Fac
     rows = tx.run("fact.versions", version_ids=list(version_ids), **scope_params(scope))
     by_id = {row["f"]["version_id"]: row for row in rows}
     return [
-        to_version(r["key"], r["f"], r["ev"], lifecycle=r["lifecycle"])
+        to_version(r["key"], with_times(r["f"], "available_by", "recorded_at", "erased_at"),
+                   [with_times(e, "available_by", "recorded_at") for e in r["ev"]],
+                   lifecycle=[with_times(x, "recorded_at") for x in r["lifecycle"]])
         for vid in version_ids
         if (r := by_id.get(vid)) is not None
     ]
