@@ -33,8 +33,9 @@
 // and recorded by K, is live with its top as its rank: outranked below the best rank,
 // kept at it. Only the other versions - flagged, with evidence after C, or all of them
 // when K is before the key's last write (k.written_at) or the requirement names kinds -
-// are classified one by one. `removed` gives the filter that removed each version the
-// read names in `versions` (search explain, context trace).
+// are looked at one by one, and those their own stamps remove (recorded after K,
+// erased, first evidence after C) only counted. `removed` gives the filter that removed
+// each version the read names in `versions` (search explain, context trace).
 //
 // The write path reads by uid with `idem` and `source` (the assertion's idempotency
 // key and source uid; its available_by is the read's cutoff): `already` is the version
