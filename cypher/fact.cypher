@@ -205,7 +205,7 @@ WITH r, C, K, k, best, final, final_ids, values, counted, early, COLLECT {
          MATCH (f)-[e:EVIDENCED_BY]->(s:Source)
          WHERE stamped IS NULL AND e.recorded_at <= K AND e.available_by <= C
          RETURN {rank: s.authority_rank, kind: s.kind,
-                 retracted: EXISTS { (s)<-[:RETRACTS]-(rx:Retraction) WHERE rx.recorded_at <= K }}
+                 retracted: coalesce(s.retracted_at <= K, false)}
        } AS public,
        EXISTS { (f)<-[:INVALIDATES]-(ix:Invalidation) WHERE stamped IS NULL AND ix.recorded_at <= K }
          AS invalidated
@@ -287,10 +287,12 @@ RETURN r.i AS i, CASE WHEN NOT $brief THEN K.epochSeconds * 1000000 + K.nanoseco
 
 // fragment: fact.live_evidence
 // Evidence edge $edge, from source $source, counts in the read at (C, K): recorded by K,
-// public by C, its source not retracted by K, and meeting the requirement.
+// public by C, its source not retracted by K, and meeting the requirement. A retracted
+// source carries its retraction's recorded_at (lifecycle.retract), as a version its
+// erasure's.
 $edge.recorded_at <= K AND $edge.available_by <= C
 AND $source.authority_rank >= $min_rank AND ($kinds IS NULL OR $source.kind IN $kinds)
-AND NOT EXISTS { ($source)<-[:RETRACTS]-(rx:Retraction) WHERE rx.recorded_at <= K }
+AND NOT coalesce($source.retracted_at <= K, false)
 
 // fragment: fact.live_version
 // Version $version is neither erased nor invalidated by K (recorded by K: it has live
@@ -356,7 +358,7 @@ WITH k, e, row, s, toString(s.authority_rank) + s.publisher AS feed
 SET k.revision = k.revision + 1, k.written_at = $recorded_at,
     k.tiers = [t IN range(1, 4) | k.tiers[t - 1] + CASE WHEN t = s.authority_rank THEN 1 ELSE 0 END],
     k.feeds = CASE WHEN feed IN k.feeds THEN k.feeds ELSE k.feeds + feed END,
-    k.flagged = CASE WHEN EXISTS { (s)<-[:RETRACTS]-(:Retraction) } THEN k.flagged + row.version_id
+    k.flagged = CASE WHEN s.retracted_at IS NOT NULL THEN k.flagged + row.version_id
                      ELSE k.flagged END
 CREATE (f:Fact {version_id: row.version_id, tenant: $tenant, scope: $scope,
                 key_uid: row.key.uid, value: row.value, value_type: row.value_type,
@@ -401,7 +403,7 @@ SET k.revision = k.revision + 1, k.written_at = $recorded_at,
     k.tiers = [t IN range(1, 4) | k.tiers[t - 1] + CASE WHEN top = was THEN 0 WHEN t = top THEN 1
                                                         WHEN t = was THEN -1 ELSE 0 END],
     k.feeds = reduce(all = k.feeds, x IN feeds | CASE WHEN x IN all THEN all ELSE all + x END),
-    k.flagged = CASE WHEN EXISTS { (s)<-[:RETRACTS]-(:Retraction) } AND NOT f.version_id IN k.flagged
+    k.flagged = CASE WHEN s.retracted_at IS NOT NULL AND NOT f.version_id IN k.flagged
                      THEN k.flagged + f.version_id ELSE k.flagged END
 CREATE (f)-[:EVIDENCED_BY {idem: row.idem, available_by: $times[row.available_by],
                            recorded_at: $recorded_at, key_uid: k.uid, publisher: s.publisher,

@@ -85,8 +85,10 @@ RETURN count(f) AS erased
 
 // name: lifecycle.retract
 // Retraction records for sources (a withdrawn source, or the derivations a cascade
-// invalidates). Idempotent: a source already retracted gets no second record. Each key
-// flags the versions the source evidences (fact.read classifies them one by one).
+// invalidates). Idempotent: a source already retracted gets no second record. The source
+// carries the record's recorded_at (a closing stamp, which fact.read compares with its
+// known_at), and each key flags the versions the source evidences (fact.read classifies
+// them one by one).
 UNWIND $uids AS uid
 MATCH (s:Source {uid: uid})
 WHERE s.tenant = $tenant AND s.scope = $scope
@@ -95,6 +97,7 @@ CREATE (x:Record:Retraction {id: $record_id + ':' + s.id, kind: 'retracted', ten
                              scope: $scope, reason: $reason, by: $by, cause: $cause,
                              recorded_at: $recorded_at})
 CREATE (x)-[:RETRACTS]->(s)
+SET s.retracted_at = $recorded_at
 WITH x, s
 CALL (s) {
   MATCH (s)<-[:EVIDENCED_BY]-(f:Fact)-[:VERSION_OF]->(k:FactKey)

@@ -104,7 +104,8 @@ CREATE INDEX graphmem_source_authority IF NOT EXISTS FOR (n:Source) ON (n.tenant
 // publisher and its version's top (the strongest authority rank of all the version's
 // evidence); each key counts its versions by top (`tiers`), lists its feeds, the
 // versions with a lifecycle record (`flagged`: invalidated, erased, or evidenced by a
-// retracted source) and the time of its last write (`written_at`).
+// retracted source) and the time of its last write (`written_at`); a retracted source
+// carries its retraction's recorded_at (`retracted_at`).
 
 // name: schema.024.evidence_feed
 CREATE INDEX graphmem_evidence_feed IF NOT EXISTS
@@ -121,7 +122,9 @@ CALL (k) {
   WITH k, f, COLLECT { MATCH (f)-[:EVIDENCED_BY]->(s:Source) RETURN max(s.authority_rank) AS top }[0] AS top
   CALL (k, f, top) {
     MATCH (f)-[e:EVIDENCED_BY]->(s:Source)
-    SET e.key_uid = k.uid, e.publisher = s.publisher, e.top = top
+    SET e.key_uid = k.uid, e.publisher = s.publisher, e.top = top,
+        s.retracted_at = COLLECT { MATCH (s)<-[:RETRACTS]-(x:Retraction) RETURN x.recorded_at
+                                   ORDER BY x.recorded_at LIMIT 1 }[0]
     RETURN collect(DISTINCT toString(top) + s.publisher) AS feeds, max(e.recorded_at) AS written
   }
   WITH k, f, top, feeds, written,

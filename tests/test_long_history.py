@@ -188,8 +188,8 @@ def _strip_index_fields(mem: Memory, tenant: str) -> None:
     with mem.db.driver.session(database=mem.db.database) as session:
         session.run("MATCH (k:FactKey {tenant: $tenant}) REMOVE k.tiers, k.feeds, k.flagged, k.written_at",
                     tenant=tenant).consume()
-        session.run("MATCH (:FactKey {tenant: $tenant})<-[:VERSION_OF]-(:Fact)-[e:EVIDENCED_BY]->() "
-                    "REMOVE e.key_uid, e.publisher, e.top", tenant=tenant).consume()
+        session.run("MATCH (:FactKey {tenant: $tenant})<-[:VERSION_OF]-(:Fact)-[e:EVIDENCED_BY]->(s) "
+                    "REMOVE e.key_uid, e.publisher, e.top, s.retracted_at", tenant=tenant).consume()
 
 
 def test_keys_written_before_the_index_are_filled_in_by_the_migration(w):
