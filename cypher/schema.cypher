@@ -136,3 +136,8 @@ CALL (k) {
       k.feeds = reduce(all = [], x IN feeds | all + [y IN x WHERE NOT y IN all]),
       k.flagged = flagged, k.written_at = written_at
 } IN TRANSACTIONS OF 100 ROWS
+
+// name: schema.026.factkey_entity_period
+// A screen seeks each entity's keys of one attribute whose period ends in a frame's
+// window (screen.read): a range on period_end after three equalities.
+CREATE INDEX graphmem_factkey_entity_period IF NOT EXISTS FOR (n:FactKey) ON (n.tenant, n.entity, n.attribute, n.period_end)
