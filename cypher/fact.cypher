@@ -157,6 +157,8 @@ WITH r, C, K, k, feeds, best, final, [f IN final | f.version_id] AS final_ids,
 // filters remove by their own stamps are only counted, by filter and top; the others are
 // classified one by one, as are the versions the read names (`removed`).
 CALL (C, K, k, feeds, counted) {
+  // with $brief nothing below runs (the aggregation still returns its one row)
+  UNWIND CASE WHEN $brief THEN [] ELSE [true] END AS explained
   CALL (C, k, feeds, counted) {
     UNWIND CASE WHEN counted THEN feeds ELSE [] END AS feed
     MATCH (f:Fact)-[e:EVIDENCED_BY]->(:Source)

@@ -320,9 +320,9 @@ def _evaluate(tx: Tx, scope: Scope, q: dict[str, Any], *, lazy: bool,
             break
         batch, pending = pending[:min(size, reach)], pending[min(size, reach):]
         size *= 2
-        _read(ev, {k: keys[k][1] for k in batch},
-              read_keys(tx, scope, batch, cutoff, known_at, req, {k: keys[k][1] for k in batch}),
-              cutoff, q["require"])
+        matched = {k: keys[k][1] for k in batch}
+        _read(ev, matched, read_keys(tx, scope, batch, cutoff, known_at, req, matched), cutoff,
+              q["require"])
     if row["skipped"] and not _settled(ev, limit, row["frontier"]):
         return None
     return ev

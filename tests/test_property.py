@@ -307,6 +307,18 @@ class Run:
         assert found.explain.unevaluated == 0
         assert found.explain.removed == dict(want), f"search at {label}: expected {dict(want)}"
 
+    def play(self, ops: list[tuple], day: int, reads: list[tuple[tuple, int, str | None]]) -> None:
+        """Apply the operations, then read: at the far future and at ``day`` as known
+        after the last operation, then at each drawn read. The log is the failure's note."""
+        try:
+            for op in ops:
+                self.apply(op)
+            event(f"versions of key0: {sum(v.key == 0 for v in self.model.versions) // 50 * 50}+")
+            last = len(self.marks) - 1
+            self.read_all([(("far",), last, None), (("day", day, 0), last, None)] + reads)
+        finally:
+            note("\n".join(self.log))
+
     def read_all(self, checks: list[tuple[tuple, int, str | None]]) -> None:
         """Each (cutoff choice, known_at mark, requirement): as_of on both keys, and without
         a requirement facts_as_of and a search too."""
@@ -374,28 +386,11 @@ long_queries = st.lists(st.tuples(long_cutoffs, st.integers(0, 30), requirements
 @given(setup=st.lists(sources, min_size=2, max_size=4),
        ops=st.lists(operation, min_size=4, max_size=20), reads=queries)
 def test_as_of_matches_the_model(clocked, setup, ops, reads):
-    mem, clock = clocked
-    run = Run(mem, clock)
-    try:
-        for op in setup + ops:
-            run.apply(op)
-        last = len(run.marks) - 1
-        run.read_all([(("far",), last, None), (("day", 8, 0), last, None)] + reads)
-    finally:
-        note("\n".join(run.log))
+    Run(*clocked).play(setup + ops, 8, reads)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(setup=st.lists(sources, min_size=1, max_size=3),
        ops=st.lists(long_operation, min_size=6, max_size=16), reads=long_queries)
 def test_long_histories_match_the_model(clocked, setup, ops, reads):
-    mem, clock = clocked
-    run = Run(mem, clock)
-    try:
-        for op in setup + ops:
-            run.apply(op)
-        event(f"versions of key0: {sum(v.key == 0 for v in run.model.versions) // 50 * 50}+")
-        last = len(run.marks) - 1
-        run.read_all([(("far",), last, None), (("day", 20, 0), last, None)] + reads)
-    finally:
-        note("\n".join(run.log))
+    Run(*clocked).play(setup + ops, 20, reads)
