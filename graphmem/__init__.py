@@ -1,7 +1,8 @@
 """graphmem: a bitemporal knowledge-graph memory for agents and analysts, on Neo4j."""
 
-from .db import RetryPolicy
+from .db import RetryPolicy, Timeouts
 from .errors import (
+    CommitUnknownError,
     ConcurrentWriteError,
     EchoError,
     GraphmemError,
@@ -9,6 +10,8 @@ from .errors import (
     NotFoundError,
     ScopeError,
     StatementError,
+    TransactionTimeoutError,
+    UnavailableError,
 )
 from .memory import Memory
 from .models import (
@@ -42,6 +45,7 @@ __all__ = [
     "Answer",
     "Authority",
     "Candidate",
+    "CommitUnknownError",
     "ConcurrentWriteError",
     "Context",
     "ContextItem",
@@ -70,6 +74,9 @@ __all__ = [
     "StatementError",
     "TaskState",
     "TaskStateIn",
+    "Timeouts",
     "TraceResult",
+    "TransactionTimeoutError",
+    "UnavailableError",
     "WriteReport",
 ]
