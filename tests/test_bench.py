@@ -28,6 +28,7 @@ SMOKE = {
     "bench_loaders.py": (["--sizes", "1000", "--no-tesla", "--concepts", "20", "--drop"],
                          "Loader throughput and memory"),
     "bench_search.py": (["--memories", "400", "--queries", "3"], "build_context, 200 candidates"),
+    "bench_stall.py": (["--timeout", "2", "--trials", "1"], "a writer behind one stopped"),
     "bench_launcher.py": (["--starts", "1", "--heap", "512m", "--pagecache", "64m", "--settle", "1"],
                           "start until Bolt answers"),
 }
