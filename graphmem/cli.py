@@ -392,3 +392,55 @@ def demo(fixtures: Path | None, out: Path) -> None:
 
     with _connect(start=True) as mem:
         run(mem, fixtures, out, click.echo)
+
+
+# ---------------------------------------------------------------- mcp
+
+
+@main.command("mcp")
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="HTTP: the address to bind (loopback unless told otherwise).")
+@click.option("--port", type=int, default=8765, show_default=True, help="HTTP: the port.")
+@click.option("--tokens", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              envvar="GRAPHMEM_MCP_TOKENS",
+              help="HTTP: the TOML file mapping each bearer token to one scope ($GRAPHMEM_MCP_TOKENS).")
+@click.option("--actor", envvar="GRAPHMEM_MCP_ACTOR", default="mcp", show_default=True,
+              help="stdio: who approvals, rejections and admin calls are recorded by.")
+@click.option("--read-only", is_flag=True, help="Offer the read tools only.")
+@click.option("--allow-review", is_flag=True, help="Offer approve and reject.")
+@click.option("--allow-admin", is_flag=True, help="Offer invalidate, retract_source and erase.")
+@_scoped
+def mcp(transport: str, host: str, port: int, tokens: Path | None, actor: str, read_only: bool,
+        allow_review: bool, allow_admin: bool, tenant: str, scope_keys: tuple[str, ...]) -> None:
+    """Serve graphmem to agents over MCP (needs graphmem[mcp]).
+
+    \b
+    The scope is the server's, never a tool argument: --tenant/--scope for stdio; over
+    HTTP each bearer token in --tokens maps to one scope, and a request without a known
+    token is refused.
+    \b
+    Tools:
+      reads (always)     as_of, facts, history, search, lineage, impact, trace, candidates
+      writes             build_context, record_entity, record_source, remember_fact,
+                         remember_experience, save_task_state   (off with --read-only)
+      --allow-review     approve, reject
+      --allow-admin      invalidate, retract_source, erase
+    """
+    try:
+        from .integrations.mcp import FixedAccess, Grants, TokenAccess, serve
+    except ImportError as exc:
+        raise InputError("graphmem mcp", f"needs the mcp extra: pip install 'graphmem[mcp]' ({exc})") from exc
+    grants = Grants(read_only=read_only, allow_review=allow_review, allow_admin=allow_admin)
+    if transport == "http":
+        if tokens is None:
+            raise InputError("--tokens", "the HTTP transport needs a tokens file (each token -> one scope)")
+        access = TokenAccess.load(tokens)
+    else:
+        if tokens is not None:
+            raise InputError("--tokens", "stdio serves one scope: give --tenant/--scope instead")
+        access = FixedAccess(_scope(tenant, scope_keys), actor)
+    with _connect() as memory:
+        if not read_only:  # a read-only deployment may connect as a user that cannot migrate
+            memory.migrate()
+        serve(memory, access, grants, transport=transport, host=host, port=port)

@@ -266,22 +266,7 @@ class Memory:
 
         def work(tx: Tx, at: Any) -> FactVersion:
             self._existing(tx, scope, [version_id])
-            tx.run(
-                "lifecycle.invalidate",
-                version_ids=[version_id],
-                record_id=digest(version_id, at, prefix="inv_"),
-                reason=reason,
-                by=by,
-                cause=None,
-                recorded_at=at,
-                **facts.scope_params(scope),
-            )
-            # Derived facts built on it are invalid too: retract their derivations.
-            report = lineage.impact(tx, scope, source_id=None, version_id=version_id,
-                                    max_depth=None, cutoff=None, known_at=at, as_invalid=True)
-            tx.run("lifecycle.retract", uids=lineage.retraction_targets(report, scope),
-                   record_id=digest(version_id, at, prefix="ret_"), reason=reason, by=by,
-                   cause=f"version:{version_id}", recorded_at=at, **facts.scope_params(scope))
+            lineage.invalidate(tx, scope, [version_id], reason=reason, by=by, at=at)
             return facts.versions_by_id(tx, scope, [version_id])[0]
 
         return self.write(scope, "invalidate", work)
