@@ -20,6 +20,8 @@ BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 # script -> (smallest arguments, a line its report prints)
 SMOKE = {
+    "bench_agents.py": (["--entities", "2", "--namespaces", "2", "--items", "3", "--calls", "3"],
+                        "get: GraphmemStore"),
     "bench_core.py": (["--sizes", "400", "--reads", "10", "--in-process", "--drop"],
                       "Targets (reported, not asserted)"),
     "bench_lineage.py": (["--sizes", "300", "--runs", "1", "--budget", "1", "--derive-first", "5",
