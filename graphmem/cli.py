@@ -10,7 +10,9 @@ characters escaped).
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
 import json
 import logging
 import os
@@ -310,6 +312,72 @@ def asof(entity: str, attribute: str, period: str | None, unit: str | None, cuto
         sys.exit(4)
 
 
+def _entity_ids(path: Path | None) -> list[str] | None:
+    """Entity ids from a file, one per line (blank lines and ``#`` comments skipped)."""
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8-sig") if str(path) != "-" else sys.stdin.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError("--entities", f"{path}: cannot read it as UTF-8 text: {exc}") from exc
+    ids = [line.strip() for line in text.splitlines()]
+    ids = [i for i in ids if i and not i.startswith("#")]
+    if not ids:
+        raise InputError("--entities", f"{path}: no entity ids (one per line)")
+    return ids
+
+
+@main.command("screen")
+@click.option("--attribute", required=True, help="e.g. us-gaap:Revenues")
+@click.option("--frame", help="CY2024 (a year), CY2024Q3 (a quarter) or CY2024Q3I (the instant ending it).")
+@click.option("--period", help="An exact period instead of a frame: DATE or DATE..DATE.")
+@click.option("--cutoff", required=True, help="Only what was public by then (ISO).")
+@click.option("--known-at", help="As recorded by then (ISO); default now.")
+@click.option("--entities", "entities_file", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+              help="The universe: entity ids, one per line (default: every entity that had reported it).")
+@click.option("--unit", help="Only this unit (default: any, but one per screen).")
+@click.option("--definition", default="", help="The key's definition (e.g. ltm for derived LTM values).")
+@click.option("--sort", type=click.Choice(["entity", "value", "-value"]), default="entity", show_default=True)
+@click.option("--ltm", is_flag=True, help="The last twelve months' value, each window chosen per entity from what "
+              "was public (recorded as derivations); --frame optional: default each entity's latest.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@_scoped
+def screen_cmd(attribute: str, frame: str | None, period: str | None, cutoff: str, known_at: str | None,
+               entities_file: Path | None, unit: str | None, definition: str, sort: str, ltm: bool, fmt: str,
+               tenant: str, scope_keys: tuple[str, ...]) -> None:
+    """Every entity's value for a frame or period at a cutoff, without look-ahead; exit 4
+    when no entity has one."""
+    entities = _entity_ids(entities_file)
+    if ltm and (period or definition):
+        raise InputError("--ltm", "an LTM screen takes --frame (or nothing: each entity's latest window), "
+                                  "not --period or --definition")
+    with _connect() as mem:
+        scope = _scope(tenant, scope_keys)
+        if ltm:
+            from .loaders import metrics
+
+            result = metrics.screen_ltm(mem, scope, concept=attribute, frame=frame, cutoff=_when(cutoff, "--cutoff"),
+                                        known_at=_when(known_at, "--known-at"), entities=entities,
+                                        unit=unit or "USD", sort=sort)
+        else:
+            result = mem.screen(scope, attribute=attribute, frame=frame, period=_period(period),
+                                cutoff=_when(cutoff, "--cutoff"), known_at=_when(known_at, "--known-at"),
+                                entities=entities, unit=unit, definition=definition, sort=sort)
+    if fmt == "json":
+        click.echo(result.model_dump_json(indent=2))
+    elif fmt == "csv":
+        rows = render.screen_rows(result)
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["entity", "status"])
+        writer.writeheader()
+        writer.writerows(rows)
+        click.echo(buffer.getvalue(), nl=False)
+    else:
+        click.echo(render.screen(result))
+    if not any(a.status != "not_found" for a in result.answers):
+        sys.exit(4)
+
+
 @main.command()
 @click.option("--entity", required=True)
 @click.option("--attribute", required=True)
@@ -421,7 +489,8 @@ def mcp(transport: str, host: str, port: int, tokens: Path | None, actor: str, r
     token is refused.
     \b
     Tools:
-      reads (always)     as_of, facts, history, search, lineage, impact, trace, candidates
+      reads (always)     as_of, facts, screen, history, search, lineage, impact, trace,
+                         candidates
       writes             build_context, record_entity, record_source, remember_fact,
                          remember_experience, save_task_state   (off with --read-only)
       --allow-review     approve, reject

@@ -19,6 +19,7 @@ import neo4j
 
 from . import context as contexts
 from . import facts, governance, lineage, schema
+from . import screen as screening
 from . import search as searching
 from .db import Database, RetryPolicy, Timeouts, Tx
 from .errors import InputError, NotFoundError
@@ -36,6 +37,7 @@ from .models import (
     Remembered,
     Require,
     Scope,
+    Screen,
     SearchResult,
     Source,
     SourceRecord,
@@ -458,6 +460,35 @@ class Memory:
         found = [a for a in self._db.read(work, "facts_as_of") if a.status != "not_found"]
         return sorted(found, key=lambda a: ((a.version or a.candidates[0]).period.end, a.entity, a.attribute,
                                            (a.version or a.candidates[0]).period.text))
+
+    def screen(
+        self,
+        scope: Scope,
+        *,
+        attribute: str,
+        frame: str | None = None,
+        period: Period | None = None,
+        cutoff: dt.datetime,
+        known_at: dt.datetime | None = None,
+        entities: Iterable[str] | None = None,
+        unit: str | None = None,
+        definition: str = "",
+        require: Require | None = None,
+        sort: str = "entity",
+    ) -> Screen:
+        """Every entity's ``attribute`` for a calendar ``frame`` (``CY2024``, ``CY2024Q3``,
+        ``CY2024Q3I``) or an exact ``period``, using only what was public by ``cutoff`` as
+        recorded by ``known_at``: one Answer per entity of the universe (``entities``, or
+        every entity that had made the attribute public by the cutoff), not_found and
+        conflicted ones included. See graphmem/screen.py for the frame rule and the
+        choice of each entity's key."""
+        scope = self.scope(scope)
+        q = screening.make_query(
+            attribute=attribute, selection=screening.selection(frame, period), cutoff=_aware("cutoff", cutoff),
+            known_at=_aware("known_at", known_at) or self._now(), entities=entities, unit=unit,
+            definition=definition, require=require, sort=sort)
+        # one statement: its own auto-commit read, one round trip
+        return self._db.read_each(lambda tx: screening.screen(tx, scope, q), "screen")
 
     def history(
         self, scope: Scope, *, entity: str, attribute: str, period: Period | None = None

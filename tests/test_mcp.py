@@ -35,7 +35,7 @@ from graphmem import FactIn, Memory, Scope  # noqa: E402
 from graphmem.cli import main  # noqa: E402
 from graphmem.integrations.mcp import FixedAccess, Grants, TokenAccess, build_server  # noqa: E402
 
-READS = {"as_of", "facts", "history", "search", "lineage", "impact", "trace", "candidates"}
+READS = {"as_of", "facts", "screen", "history", "search", "lineage", "impact", "trace", "candidates"}
 WRITES = {"build_context", "record_entity", "record_source", "remember_fact", "remember_experience",
           "save_task_state"}
 REVIEW, ADMIN = {"approve", "reject"}, {"invalidate", "retract_source", "erase"}
@@ -124,6 +124,28 @@ def test_a_tool_the_grants_leave_out_cannot_be_called(w):
 
 
 # ------------------------------------------------------------------ reads
+
+
+def test_screen_lists_every_company_with_conflicts_as_conflicts_and_no_look_ahead(w):
+    server = server_for(w)
+    today = ok(call(server, "screen", attribute="revenue", frame="CY2024Q1", unit="USD"))
+    rows = {a["entity"]: a for a in today["answers"]}
+    assert today["counts"] == {"active": 1, "conflicted": 1, "not_found": 0}
+    assert rows["acme"]["value"] == "110" and rows["acme"]["sources"][0]["source_id"] == "10k"
+    assert rows["globex"]["value"] is None
+    assert sorted(c["value"] for c in rows["globex"]["candidates"]) == ["5", "6"]
+    # before the 10-K was public the screen holds the 10-Q's figure; before any filing of
+    # globex, globex is not in the universe at all (listing it would be look-ahead)
+    then = ok(call(server, "screen", attribute="revenue", frame="CY2024Q1", cutoff="2024-05-01T23:00:00"))
+    assert [(a["entity"], a["value"]) for a in then["answers"]] == [("acme", "100")]
+    named = call(server, "screen", attribute="revenue", frame="CY2024Q1", cutoff="2024-05-01T23:00:00",
+                 entities=["acme", "globex", "initech"])
+    assert [a["status"] for a in ok(named)["answers"]] == ["active", "not_found", "not_found"]
+    assert ok(named)["unknown"] == ["initech"] and "globex: NOT FOUND" in text(named)
+    assert "CONFLICTED between 2 values" in text(call(server, "screen", attribute="revenue", frame="CY2024Q1"))
+    assert "CY2025" in text(call(server, "screen", attribute="revenue", frame="CY2025"))  # nothing: no error
+    bad = call(server, "screen", attribute="revenue", frame="FY24")
+    assert bad.is_error and "frame" in text(bad)
 
 
 def test_as_of_carries_value_times_sources_and_explain_and_differs_in_the_past(w):

@@ -33,6 +33,7 @@ from ...models import (
     Period,
     Rank,
     Remembered,
+    Screen,
     SearchExplain,
     SearchResult,
     SourceRecord,
@@ -140,6 +141,23 @@ class AnswerOut(_Out):
 
 class AnswersOut(_Out):
     answers: Annotated[list[AnswerOut], objects("each as as_of returns it")]
+    total: int
+    truncated: bool
+
+
+class ScreenOut(_Out):
+    """A screen: one answer per entity of its universe (``counts`` by status)."""
+
+    attribute: str
+    frame: str | None
+    period: PeriodOut = None
+    unit: str | None
+    cutoff: dt.datetime
+    known_at: dt.datetime
+    universe: Literal["entities", "attribute"]
+    counts: dict[str, int]
+    unknown: list[str]
+    answers: Annotated[list[AnswerOut], objects("each as as_of returns it, in the screen's sort order")]
     total: int
     truncated: bool
 
@@ -278,6 +296,13 @@ def answer(a: Answer) -> AnswerOut:
                      explain=a.explain, **top)
 
 
+def screen(s: Screen, limit: int) -> ScreenOut:
+    return ScreenOut(attribute=s.attribute, frame=s.frame, period=s.period, unit=s.unit, cutoff=s.cutoff,
+                     known_at=s.known_at, universe=s.universe, counts=s.counts(), unknown=list(s.unknown),
+                     answers=[answer(a) for a in s.answers[:limit]], total=len(s.answers),
+                     truncated=len(s.answers) > limit)
+
+
 def search(result: SearchResult) -> SearchOut:
     hits = [HitOut(type=h.type, memory_id=h.memory_id, memory_ids=list(h.memory_ids),
                    status=h.status, rank=h.rank, experience=h.experience,
@@ -364,6 +389,25 @@ def answer_text(a: AnswerOut) -> str:
 
 def answers_text(out: AnswersOut) -> str:
     lines = [answer_text(a) for a in out.answers] or ["no facts in that range"]
+    if out.truncated:
+        lines.append(f"(showing {len(out.answers)} of {out.total})")
+    return "\n".join(lines)
+
+
+def screen_text(out: ScreenOut) -> str:
+    """A head line with the counts, then one line per entity (a conflict's candidates under it)."""
+    what = out.frame or (out.period.text if out.period else "")
+    head = (f"{out.attribute} {what} as of cutoff {_time(out.cutoff)}, known at {_time(out.known_at)}: "
+            + ", ".join(f"{n} {status}" for status, n in out.counts.items()))
+    lines = [head]
+    for a in out.answers:
+        if a.status == "active":
+            lines.append(f"  {a.entity}: ACTIVE {fact_line(a)}")
+        elif a.status == "conflicted":
+            lines.append(f"  {a.entity}: CONFLICTED between {len(a.candidates)} values (none is picked):")
+            lines += [f"    - {fact_line(c)}" for c in a.candidates]
+        else:
+            lines.append(f"  {a.entity}: NOT FOUND ({_explain(a.explain)})")
     if out.truncated:
         lines.append(f"(showing {len(out.answers)} of {out.total})")
     return "\n".join(lines)

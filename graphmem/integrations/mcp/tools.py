@@ -221,6 +221,32 @@ def register(server: MCPServer, memory: Memory, access: Access, grants: Grants) 
             return out, r.answers_text(out)
         return _run(access, ctx, work)
 
+    @tool("read", READ, "Screen every company at a cutoff")
+    def screen(attribute: Id, ctx: Context,
+               frame: Annotated[str | None, Field(max_length=12, description=(
+                   "Calendar frame: CY2024 (a year), CY2024Q3 (a quarter), CY2024Q3I (the instant "
+                   "ending the quarter). Give a frame or a period."))] = None,
+               period_end: Day = None, period_start: Day = None, cutoff: Cutoff = None,
+               known_at: KnownAt = None, entities: Ids | None = None,
+               unit: Annotated[str | None, Field(max_length=256)] = None,
+               min_authority: MinAuthority = None,
+               sort: Literal["entity", "value", "-value"] = "entity",
+               limit: Annotated[int, Field(ge=1, le=500)] = 100) -> Annotated[CallToolResult, r.ScreenOut]:
+        """Every entity's value of one attribute for a calendar frame or an exact period,
+        using only what was public by `cutoff` as recorded by `known_at` (no look-ahead): one
+        answer per entity, like `as_of`. Entities that are conflicted or have nothing public
+        are listed as such, never dropped. Without `entities`, the universe is every entity
+        that had made the attribute public by the cutoff. A fiscal period is matched to the
+        calendar frame it best fits (a quarter of 91 +/- 30 days, a year of 365 +/- 30)."""
+        def work(c: Caller) -> tuple[BaseModel, str]:
+            found = memory.screen(c.scope, attribute=attribute, frame=frame,
+                                  period=_period(period_end, period_start), cutoff=now(cutoff),
+                                  known_at=_when(known_at, "known_at"), entities=entities, unit=unit,
+                                  require=_require(min_authority), sort=sort)
+            out = r.screen(found, limit)
+            return out, r.screen_text(out)
+        return _run(access, ctx, work)
+
     @tool("read", READ, "History of a fact")
     def history(entity: Id, attribute: Id, ctx: Context, period_end: Day = None,
                 period_start: Day = None,
