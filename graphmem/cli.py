@@ -31,12 +31,13 @@ from .memory import Memory
 from .models import Period, Scope
 
 
-def error_line(exc: BaseException, where: str | None = None) -> str:
+def error_line(exc: BaseException, where: str | None = None, named: str | None = None) -> str:
     """The one line an error prints: ``graphmem: error: <where>: <what>``.
 
     A message's own line breaks (a driver's two-line reason, a server's query excerpt)
     become spaces and control characters are escaped, so it is one line whatever the
-    data held. ``where`` (the file of a load) is left out when the message names it.
+    data held. ``where`` (``load kpi FILE``) is left out when the message already
+    names ``named`` (the file: a loader's input error does).
     """
     if isinstance(exc, GraphmemError):
         what = str(exc)
@@ -49,7 +50,7 @@ def error_line(exc: BaseException, where: str | None = None) -> str:
         what = f"unexpected {type(exc).__name__}: {exc} (a bug? `graphmem --debug ...` shows where)"
     lines = what.replace("\r\n", "\n").split("\n")
     what = render.printable(" ".join(line.strip() for line in lines if line.strip()))
-    if where and render.printable(where) not in what:
+    if where and render.printable(named or where) not in what:
         what = f"{render.printable(where)}: {what}"
     return f"graphmem: error: {what}"
 
@@ -67,7 +68,7 @@ class _Group(click.Group):
             obj = ctx.obj or {}
             if obj.get("debug"):
                 raise
-            click.echo(error_line(exc, obj.get("where")), err=True)
+            click.echo(error_line(exc, obj.get("where"), obj.get("named")), err=True)
             sys.exit(1)
 
 
@@ -191,17 +192,13 @@ def _scope(tenant: str, keys: tuple[str, ...]) -> Scope:
         if not sep or not key or not value:
             raise InputError("--scope", f"expected KEY=VALUE, got {item!r}")
         extra[key] = value
-    try:
-        return Scope(tenant=tenant, **extra)
-    except ValidationError as exc:
-        reason = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
-        raise InputError("--tenant" if not tenant.strip() else "--scope", reason) from None
+    return Scope(tenant=tenant, **extra)
 
 
 def _loading(what: str, file: Path) -> None:
     """Name the file of a load in any error it ends with (the filing is named by the
     error itself: a filing's write is labelled with its source)."""
-    click.get_current_context().obj["where"] = f"load {what} {file}"
+    click.get_current_context().obj.update(where=f"load {what} {file}", named=str(file))
 
 
 def _scoped(fn: Any) -> Any:

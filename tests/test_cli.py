@@ -41,7 +41,7 @@ def test_a_server_that_does_not_answer_is_one_line(migrated):
 
 def test_an_empty_tenant_and_a_bad_setting_are_one_line_naming_them(migrated):
     err = one_line_error(run_cli(*ASOF, "--tenant", "", environ=env(migrated)))
-    assert err == "graphmem: error: --tenant: tenant must be a non-empty string\n"
+    assert err == "graphmem: error: Scope: tenant must be a non-empty string\n"
     err = one_line_error(run_cli(*ASOF, environ=env(migrated, GRAPHMEM_WRITE_TIMEOUT="soon")))
     assert err.startswith("graphmem: error: GRAPHMEM_WRITE_TIMEOUT: expected a number")
 
@@ -95,6 +95,9 @@ def test_stored_control_characters_are_escaped_in_human_output(migrated, mem, sc
 
 
 def test_an_error_line_is_one_printable_line_whatever_its_message_holds():
-    line = error_line(InputError("entity 'a\x1b[2Jb'", "two\nlines\r\x07"), where="load kpi x.csv")
+    line = error_line(InputError("entity 'a\x1b[2Jb'", "two\nlines\r\x07"), where="load kpi x.csv",
+                      named="x.csv")
     assert line == ("graphmem: error: load kpi x.csv: entity 'a\\x1b[2Jb': two lines\\r\\x07")
+    assert error_line(InputError("x.csv: row 2", "bad"), "load kpi x.csv", "x.csv") == \
+        "graphmem: error: x.csv: row 2: bad"
     assert error_line(ValueError("boom")).startswith("graphmem: error: unexpected ValueError: boom")
