@@ -42,17 +42,20 @@ def t(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
-def lose_first_acknowledgement(monkeypatch) -> list[bool]:
-    """Make the next commit land and then fail as if the connection dropped before its
-    acknowledgement (SessionExpired, which graphmem retries). The list it returns gets
-    an item when that happened."""
-    real, lost = neo4j.Transaction.commit, []
+def lose_first_acknowledgement(monkeypatch, after: int = 0) -> list[bool]:
+    """Make a commit land and then fail as if the connection dropped before its
+    acknowledgement, with the driver's own exception for that (IncompleteCommit: a
+    retry of idempotent work is graphmem's call). ``after``: commits let through
+    first. The list it returns gets an item when that happened."""
+    real, lost, passed = neo4j.Transaction.commit, [], []
 
     def commit_then_drop(self):
         real(self)
-        if not lost:
+        if len(passed) < after:
+            passed.append(True)
+        elif not lost:
             lost.append(True)
-            raise neo4j.exceptions.SessionExpired("injected: acknowledgement lost")
+            raise neo4j.exceptions.IncompleteCommit("injected: Failed to read from defunct connection")
 
     monkeypatch.setattr(neo4j.Transaction, "commit", commit_then_drop)
     return lost
