@@ -8,16 +8,13 @@ evidence of a publisher invalidated or retracted, a later-recorded but earlier-a
 version, equal availabilities, a version whose strongest evidence is gone, weaker
 evidence on a kept version, resolutions on a long key, a re-sent old assertion, explain
 counted without visiting every version, and keys written before the index existed.
+(bench/bench_hotkey.py's smoke run is in test_bench.py.)
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import os
-import subprocess
-import sys
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 from world import FAR, US, World, t
@@ -26,7 +23,6 @@ from graphmem import Memory, Require, Scope, Source
 from graphmem.facts import KeySpec
 
 DAY0 = t("2020-01-01T18:00")
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -215,14 +211,3 @@ def test_keys_written_before_the_index_are_filled_in_by_the_migration(w):
         **kept, "feeds": sorted(kept["feeds"]), "flagged": sorted(kept["flagged"])}
     assert [w.read(c, k) for c, k in reads] == before
 
-
-def test_the_benchmark_runs_at_its_smallest_sizes(migrated):
-    """bench/bench_hotkey.py end to end at two tiny sizes (seconds; no figure asserted)."""
-    env = {**os.environ, "GRAPHMEM_NEO4J_URI": migrated.uri}
-    if migrated.auth:
-        env.update(GRAPHMEM_NEO4J_USER=migrated.auth[0], GRAPHMEM_NEO4J_PASSWORD=migrated.auth[1])
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_hotkey.py"), "--sizes", "3,6",
-                           "--reads", "2", "--history-reps", "1", "--writes", "2", "--threads", "2",
-                           "--rounds", "1"], capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "hot key / fresh keys rate" in done.stdout
