@@ -180,7 +180,7 @@ def test_a_lock_wait_stopped_by_its_own_timeout_is_tried_again(migrated, scope, 
 
 def test_a_load_whose_filing_commit_acknowledgement_is_lost_ends_equal_to_a_clean_one(
         mem, scope, clean_lpa, monkeypatch):
-    lost = lose_first_acknowledgement(monkeypatch, after=2)  # migrate, entity: then a filing
+    lost = lose_first_acknowledgement(monkeypatch, writing="CREATE (f:Fact")  # a filing's
     report = sec.load(mem, scope, LPA)
     monkeypatch.undo()
     assert lost
