@@ -100,7 +100,8 @@ CREATE (d:Source:Derivation {uid: row.d_uid, tenant: $tenant, scope: $scope, id:
 CREATE (k:FactKey {uid: row.key_uid, tenant: $tenant, scope: $scope, entity: row.entity,
         attribute: row.attribute, unit: row.unit, definition: row.definition,
         period: row.period, period_start: row.period_start, period_end: row.period_end,
-        revision: 1})
+        revision: 1, tiers: [0, 1, 0, 0], feeds: ['2' + row.publisher], flagged: [],
+        written_at: $recorded_at})
 CREATE (k)-[:ABOUT]->(e)
 CREATE (f:Fact {version_id: row.version_id, tenant: $tenant, scope: $scope,
         key_uid: row.key_uid, value: row.value, value_type: row.value_type,
@@ -109,7 +110,7 @@ CREATE (f:Fact {version_id: row.version_id, tenant: $tenant, scope: $scope,
         recorded_at: $recorded_at, revision: 1})
 CREATE (f)-[:VERSION_OF]->(k)
 CREATE (f)-[:EVIDENCED_BY {idem: row.idem, available_by: row.available_by,
-        recorded_at: $recorded_at}]->(d)
+        recorded_at: $recorded_at, key_uid: row.key_uid, publisher: row.publisher, top: 2}]->(d)
 WITH d, row
 UNWIND row.inputs AS input
 MATCH (i:Fact {version_id: input.version_id})

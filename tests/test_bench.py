@@ -24,6 +24,8 @@ SMOKE = {
                         "get: GraphmemStore"),
     "bench_core.py": (["--sizes", "400", "--reads", "10", "--in-process", "--drop"],
                       "Targets (reported, not asserted)"),
+    "bench_hotkey.py": (["--sizes", "3,6", "--reads", "2", "--history-reps", "1", "--writes", "2",
+                         "--threads", "2", "--rounds", "1"], "hot key / fresh keys rate"),
     "bench_lineage.py": (["--sizes", "300", "--runs", "1", "--budget", "1", "--derive-first", "5",
                           "--max-derive-seconds", "0", "--verify-clusters", "1"],
                          "retract_source"),
