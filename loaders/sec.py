@@ -39,7 +39,12 @@ loads. What is not companyfacts JSON at all — not JSON, truncated, binary, the
 shape, no ``cik`` — raises :class:`graphmem.InputError` naming the file before any of
 that company is written (the whole file is read before its first filing is).
 Numbers are parsed as exact decimals (``ijson``'s ``use_float=False``); ``NaN`` and
-``Infinity`` are not JSON and fail the file.
+``Infinity`` are not JSON and fail the file. A number too long for the parser to hold or
+convert (a run of more than 600 digits, an exponent of ten digits or more: a 5,000-digit
+integer crashed ijson's C backend) is written short before the parser sees it
+(:mod:`.longnumbers`): with its exact value when graphmem's bounds take it, else as a
+stand-in as far out of bounds, and its row is quarantined (``out-of-bounds``, the detail
+saying what the number was). A value nested deeper than any row is read past, not built.
 
 Submissions. A submissions file's ``filings.recent`` block holds about the last 1,000
 filings; older ones are in paged files (``CIK##########-submissions-001.json`` ...: the
@@ -94,8 +99,6 @@ import datetime as dt
 import hashlib
 import json
 import re
-import zipfile
-import zlib
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -112,10 +115,12 @@ from graphmem.errors import InputError
 from graphmem.models import Authority, Entity, FactIn, Period, Source
 
 from . import availability as av
+from . import longnumbers
 from ._common import LoadReport, unit_problem
 from .quarantine import Quarantined, Sink
 from .spool import Row, Spool
 from .universe import Company, Document
+from .ziparchive import ArchiveError
 
 __all__ = ["Acceptances", "Batch", "CompanyFacts", "LoadReport", "entity_id", "filing_uri", "load", "read",
            "read_json", "read_submissions", "reading", "rerounds"]
@@ -163,7 +168,9 @@ def read_json(source: str | Path | Document) -> Any:
     except json.JSONDecodeError as exc:
         raise InputError(doc.name, f"not valid JSON: {exc.msg} at line {exc.lineno} "
                                    f"column {exc.colno}") from None
-    except (UnicodeDecodeError, ValueError, EOFError, OSError, zipfile.BadZipFile, zlib.error) as exc:
+    except ArchiveError as exc:
+        raise InputError(exc.where, exc.reason) from None
+    except (UnicodeDecodeError, ValueError, OSError, RecursionError) as exc:
         raise InputError(doc.name, f"not valid JSON: {exc}") from None
 
 
@@ -199,8 +206,8 @@ def _value(val: Any) -> Decimal:
         raise _Problem("not-a-number", f"val must be finite, got {val!r}")
     try:  # graphmem's bounds on a decimal, before anything reads its digits
         value = values.typed(value)
-    except ValueError as exc:
-        raise _Problem("out-of-bounds", f"val out of bounds: {exc}") from None
+    except ValueError as exc:  # a stand-in for a number too long to read says what it was
+        raise _Problem("out-of-bounds", f"val out of bounds: {longnumbers.describe(value) or exc}") from None
     return value
 
 
@@ -515,8 +522,9 @@ def _stream(doc: Document) -> Iterator[tuple[tuple[str | int, ...], Any]]:
                     arrays.append(event == "start_array")
                     if len(keys) == 4:
                         seen_units.append(False)
-    except (ijson.JSONError, UnicodeDecodeError, ValueError, EOFError, OSError, zipfile.BadZipFile,
-            zlib.error) as exc:
+    except ArchiveError as exc:
+        raise InputError(exc.where, exc.reason) from None
+    except (ijson.JSONError, UnicodeDecodeError, ValueError, OSError) as exc:
         raise InputError(file, f"not valid JSON: {_first_line(exc)}") from None
 
 
@@ -527,12 +535,17 @@ def _first_line(exc: BaseException) -> str:
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
-def _build(event: str, value: Any, events: Iterator[tuple[str, Any]]) -> Any:
+def _build(event: str, value: Any, events: Iterator[tuple[str, Any]], depth: int = 0) -> Any:
     """The whole value that starts with this event (consuming the rest of it).
 
     Built by hand rather than with ``ijson.ObjectBuilder``: a row is a flat map of
-    scalars, and this loop is most of the parse's time.
+    scalars, and this loop is most of the parse's time. A container nested more than
+    _MAX_DEPTH deep is read past and stands as a :class:`_TooDeep` (no row has one, and
+    building it would recurse as deep as the file goes).
     """
+    if event in _OPENS and depth >= _MAX_DEPTH:
+        _skip(events)
+        return _TooDeep()
     if event == "start_map":
         built: dict[str, Any] = {}
         key = ""
@@ -542,17 +555,40 @@ def _build(event: str, value: Any, events: Iterator[tuple[str, Any]]) -> Any:
             elif event == "end_map":
                 return built
             else:  # a scalar is its own value: no call for it (most of a row's values)
-                built[key] = _build(event, value, events) if event in _OPENS else value
+                built[key] = _build(event, value, events, depth + 1) if event in _OPENS else value
     if event == "start_array":
         items: list[Any] = []
         for event, value in events:
             if event == "end_array":
                 return items
-            items.append(_build(event, value, events) if event in _OPENS else value)
+            items.append(_build(event, value, events, depth + 1) if event in _OPENS else value)
     return value
 
 
+_MAX_DEPTH = 32
+
+
+class _TooDeep:
+    """A value nested deeper than _MAX_DEPTH, read past (what a row check reports)."""
+
+    def __repr__(self) -> str:
+        return f"<nested more than {_MAX_DEPTH} deep>"
+
+
+def _skip(events: Iterator[tuple[str, Any]]) -> None:
+    """Read past the rest of a container whose start was just read."""
+    depth = 1
+    for event, _ in events:
+        if event in _OPENS:
+            depth += 1
+        elif event in _CLOSES:
+            depth -= 1
+            if not depth:
+                return
+
+
 _OPENS = frozenset({"start_map", "start_array"})
+_CLOSES = frozenset({"end_map", "end_array"})
 
 
 def _check_nesting(location: tuple[str | int, ...], event: str, file: str) -> None:

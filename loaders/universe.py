@@ -6,8 +6,8 @@ bulk: ``companyfacts.zip`` (one companyfacts file per company) and ``submissions
 1,000 filings, ``CIK##########-submissions-001.json`` ...). :func:`discover` takes any
 mix of such archives, folders of such files, and single files, and groups them by CIK
 into :class:`Company` entries. Nothing is unpacked: a ZIP member is a
-:class:`Document` that opens a stream on the archive (memory stays flat in the
-archive's size), a file on disk is a Document that opens the file.
+:class:`Document` that opens a stream on the archive, a file on disk is a Document that
+opens the file. Memory stays flat in the archives' size (see :class:`Universe`).
 
 What a file is. A name that says ``submissions`` (the file's, or its archive's:
 ``submissions.zip``) is a submissions file, one that says ``companyfacts`` a
@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -37,6 +37,9 @@ from typing import IO, Any
 import ijson
 
 from graphmem.errors import InputError
+
+from .longnumbers import ShortNumbers
+from .ziparchive import Archive, ArchiveError, Member
 
 _CIK_IN_NAME = re.compile(r"CIK0*(\d{1,10})", re.IGNORECASE)
 #: Top-level keys that tell a companyfacts file from a submissions file or page.
@@ -56,8 +59,8 @@ class Document:
     name: str
     fingerprint: str
     path: Path | None = field(default=None, repr=False, compare=False)
-    archive: zipfile.ZipFile | None = field(default=None, repr=False, compare=False)
-    info: zipfile.ZipInfo | None = field(default=None, repr=False, compare=False)
+    archive: Archive | None = field(default=None, repr=False, compare=False)
+    entry: Member | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def file(cls, path: str | Path) -> Document:
@@ -69,19 +72,23 @@ class Document:
         return cls(str(path), f"stat:{stat.st_size}:{stat.st_mtime_ns}", path=path)
 
     @classmethod
-    def member(cls, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Document:
-        return cls(f"{archive.filename}:{info.filename}", f"crc32:{info.CRC:08x}:{info.file_size}",
-                   archive=archive, info=info)
+    def member(cls, archive: Archive, entry: Member) -> Document:
+        return cls(f"{archive.path}:{entry.name}", f"crc32:{entry.crc:08x}:{entry.size}", archive=archive,
+                   entry=entry)
 
     def open(self) -> IO[bytes]:
+        """A stream of the JSON to parse: the bytes as stored, but for numbers too long for
+        a parser to hold or convert, written short (:mod:`.longnumbers`)."""
         try:
-            if self.archive is not None and self.info is not None:
-                return self.archive.open(self.info)
+            if self.archive is not None and self.entry is not None:
+                return ShortNumbers(self.archive.open(self.entry))
             assert self.path is not None
-            return self.path.open("rb")
+            return ShortNumbers(self.path.open("rb"))
         except FileNotFoundError:
             raise InputError(self.name, "file not found") from None
-        except (OSError, zipfile.BadZipFile) as exc:
+        except ArchiveError as exc:
+            raise InputError(exc.where, exc.reason) from None
+        except OSError as exc:
             raise InputError(self.name, f"cannot be read: {exc}") from None
 
 
@@ -95,24 +102,27 @@ class Company:
     submissions: list[Document] = field(default_factory=list)
 
 
-#: A submissions file as the universe keeps it until its company is selected: a Document,
-#: or an archive member (a pair costs a fraction of a Document; ``submissions.zip`` holds
-#: one for every filer, most of which have no companyfacts to load).
-_Ref = Document | tuple[zipfile.ZipFile, zipfile.ZipInfo]
-
-
 class Universe:
     """Companies by CIK, from archives, folders and files (see the module docstring).
 
     Keep it open while its companies are read (a context manager): its ZIP archives stay
     open so that members can be streamed.
+
+    Memory. A ZIP archive's directory is read entry by entry (:mod:`.ziparchive`), never
+    held. A companyfacts member is kept as one integer (its archive and directory entry)
+    until its company is asked for. Submissions members are not kept at all:
+    ``submissions.zip`` holds one for every filer, most of which have no company facts,
+    so :meth:`companies` reads the archive's directory again for the companies asked for
+    (one pass for all of them). What the universe holds grows with its companies that
+    have company facts, not with the size of its archives.
     """
 
     def __init__(self) -> None:
         self.skipped: list[str] = []  # files in a folder that are not EDGAR JSON
-        self._facts: dict[int, Document] = {}
-        self._submissions: dict[int, list[_Ref]] = {}
-        self._archives: list[zipfile.ZipFile] = []
+        self._facts: dict[int, Document | int] = {}  # an int: an archive member (_ref)
+        self._submissions: dict[int, list[Document]] = {}  # files, and members told by content
+        self._archives: list[Archive] = []
+        self._lazy: list[tuple[Archive, str | None]] = []  # archives with submissions members, and their hint
 
     def __enter__(self) -> Universe:
         return self
@@ -124,17 +134,41 @@ class Universe:
         for archive in self._archives:
             archive.close()
         self._archives.clear()
+        self._lazy.clear()
 
     def company(self, cik: int) -> Company:
-        """The files found for ``cik`` (none: a Company without files)."""
-        refs = self._submissions.get(cik, [])
-        docs = [r if isinstance(r, Document) else Document.member(*r) for r in refs]
-        return Company(cik, self._facts.get(cik), sorted(docs, key=lambda d: d.name))
+        """The files found for ``cik`` (none: a Company without files). Reads the directory
+        of each archive with submissions members: for many CIKs, :meth:`companies`."""
+        return self.companies([cik])[0]
+
+    def companies(self, ciks: Iterable[int]) -> list[Company]:
+        """The files found for each of ``ciks``, in that order: one pass over the directory
+        of each archive that holds submissions members, whatever the number of CIKs."""
+        wanted = list(ciks)
+        found: dict[int, list[Document]] = {cik: list(self._submissions.get(cik, ())) for cik in wanted}
+        for archive, hint in self._lazy:
+            for entry in archive.members():
+                kind, cik = _member_kind(entry, hint)
+                if kind == "submissions" and cik in found:
+                    found[cik].append(Document.member(archive, entry))
+        return [Company(cik, self._facts_of(cik), sorted(found[cik], key=lambda d: d.name)) for cik in wanted]
+
+    def _facts_of(self, cik: int) -> Document | None:
+        ref = self._facts.get(cik)
+        if isinstance(ref, int):
+            archive = self._archives[ref >> 64]
+            return Document.member(archive, archive.member_at(ref & _ENTRY_MASK))
+        return ref
 
     @property
     def ciks(self) -> list[int]:
-        """Every CIK with a file, in order."""
-        return sorted(self._facts.keys() | self._submissions.keys())
+        """Every CIK with a file, in order (reads the directory of every archive with
+        submissions members)."""
+        found = self._facts.keys() | self._submissions.keys()
+        for archive, hint in self._lazy:
+            found |= {cik for kind, cik in (_member_kind(entry, hint) for entry in archive.members())
+                      if kind == "submissions" and cik is not None}
+        return sorted(found)
 
     @property
     def with_facts(self) -> list[int]:
@@ -154,34 +188,44 @@ class Universe:
                     try:
                         self.add(child)
                     except InputError:
-                        if zipfile.is_zipfile(child):
+                        if _is_archive(child):
                             raise
                         self.skipped.append(str(child))
             return
         if not path.exists():
             raise InputError(str(path), "file not found")
-        if zipfile.is_zipfile(path):
+        if _is_archive(path):
             self._add_archive(path)
             return
         self._add(Document.file(path), path.name)
 
     def _add_archive(self, path: Path) -> None:
+        """Index an archive in one pass over its directory: companyfacts members by CIK,
+        submissions members named by CIK left in the archive (see the class docstring),
+        any other JSON member told by its content."""
         try:
-            archive = zipfile.ZipFile(path)
-        except (OSError, zipfile.BadZipFile) as exc:
-            raise InputError(str(path), f"not a readable ZIP archive: {exc}") from None
+            archive = Archive(path)
+        except ArchiveError as exc:
+            raise InputError(exc.where, f"not a readable ZIP archive: {exc.reason}") from None
+        except OSError as exc:
+            raise InputError(str(path), f"cannot be read: {exc}") from None
         self._archives.append(archive)
+        index = len(self._archives) - 1
         hint = _kind_from_name(path.name)
-        for info in archive.infolist():
-            name = info.filename
-            if not name.lower().endswith(".json") or info.is_dir():
-                continue
-            name = name.rpartition("/")[2]
-            kind, cik = _kind_from_name(name) or hint, _cik_from_name(name)
-            if kind == "submissions" and cik is not None:  # most of submissions.zip: kept as a pair
-                self._submissions.setdefault(cik, []).append((archive, info))
-            else:
-                self._add(Document.member(archive, info), name, hint)
+        holds_submissions = False
+        try:
+            for entry in archive.members():
+                kind, cik = _member_kind(entry, hint)
+                if kind == "submissions" and cik is not None:
+                    holds_submissions = True
+                elif kind == "companyfacts" and cik is not None:
+                    self._add_facts(cik, index << 64 | entry.entry, lambda e=entry: Document.member(archive, e))
+                elif kind != "":
+                    self._add(Document.member(archive, entry), entry.name.rpartition("/")[2], hint)
+        except ArchiveError as exc:
+            raise InputError(exc.where, f"not a readable ZIP archive: {exc.reason}") from None
+        if holds_submissions:
+            self._lazy.append((archive, hint))
 
     def _add(self, doc: Document, name: str, hint: str | None = None) -> None:
         kind = _kind_from_name(name) or hint
@@ -196,10 +240,33 @@ class Universe:
             raise InputError(doc.name, "no CIK in its name (CIK##########) or at its top level")
         if kind == "submissions":
             self._submissions.setdefault(cik, []).append(doc)
-        elif cik in self._facts:
-            raise InputError(doc.name, f"a second companyfacts file for CIK {cik} (the first: {self._facts[cik].name})")
         else:
-            self._facts[cik] = doc
+            self._add_facts(cik, doc, lambda: doc)
+
+    def _add_facts(self, cik: int, ref: Document | int, document: Callable[[], Document]) -> None:
+        """Keep a company's companyfacts file (``document()`` names it in an error)."""
+        if cik in self._facts:
+            first = self._facts_of(cik)
+            assert first is not None
+            raise InputError(document().name, f"a second companyfacts file for CIK {cik} (the first: {first.name})")
+        self._facts[cik] = ref
+
+
+_ENTRY_MASK = (1 << 64) - 1  # an archive member's ref: archive index << 64 | directory entry offset
+
+
+def _member_kind(entry: Member, hint: str | None) -> tuple[str | None, int | None]:
+    """The kind and CIK of an archive member by its name (``""``: not a JSON file)."""
+    name = entry.name.rpartition("/")[2]
+    if entry.is_dir or not name.lower().endswith(".json"):
+        return "", None
+    return _kind_from_name(name) or hint, _cik_from_name(name)
+
+
+def _is_archive(path: Path) -> bool:
+    """A ZIP archive by its end record, or by its name (one cut short has no end record,
+    and is an error, not a JSON file)."""
+    return path.suffix.lower() == ".zip" or zipfile.is_zipfile(path)
 
 
 def _kind_from_name(name: str) -> str | None:
@@ -239,6 +306,8 @@ def _sniff(doc: Document) -> tuple[str | None, int | None]:
                     cik = _cik_value(value)
                 if kind and cik:
                     break
+    except ArchiveError as exc:
+        raise InputError(exc.where, exc.reason) from None
     except (ijson.JSONError, UnicodeDecodeError, ValueError):
         raise InputError(doc.name, "not valid JSON") from None
     return kind, cik
@@ -324,4 +393,4 @@ def select(universe: Universe, ciks: Iterable[int] | None = None,
         if unknown:
             raise InputError(str(tickers_file), f"no such ticker(s): {', '.join(unknown)}")
         wanted = (wanted or set()) | {known[t] for t in tickers}
-    return [universe.company(c) for c in (universe.with_facts if wanted is None else sorted(wanted))]
+    return universe.companies(universe.with_facts if wanted is None else sorted(wanted))

@@ -34,6 +34,7 @@ from graphmem import (
     FactIn,
     InputError,
     Memory,
+    Period,
     Require,
     RetryPolicy,
     Scope,
@@ -365,19 +366,15 @@ def _cli(neo4j, *args: str) -> subprocess.CompletedProcess[str]:
                           timeout=120, check=False)
 
 
-# ijson 3.6.0's C backend (yajl2_c) crashes the process - SIGSEGV, or an exception with a
-# garbage message - when an integer is past Python's 4,300-digit conversion limit
-# (``ijson.parse(io.BytesIO(b"[" + b"9" * 5000 + b"]"))``): the companyfacts reader
-# (loaders/sec.py) has to refuse such a number before ijson converts it.
-INT_5000 = pytest.param("9" * 5000, "5000 digits", id="5,000-digit integer",
-                        marks=pytest.mark.xfail(strict=True, reason="ijson yajl2_c crash"))
-
-
+# A number too long for the parser (ijson's C backend crashed on a 5,000-digit integer,
+# Decimal refuses an exponent of 19 digits) reaches it written short, and as far out of
+# bounds (loaders/longnumbers.py).
 @pytest.mark.parametrize(("val", "reason"), [
     ("1e5000", "magnitude 10^5,000"),
     ("1e100000000", "magnitude 10^100,000,000"),
-    INT_5000,
-], ids=["1e5000", "1e100000000", "5,000-digit integer"])
+    ("9" * 5000, "more than 600 significant digits"),
+    ("-1e" + "9" * 20, "an exponent of 17 digits or more"),
+], ids=["1e5000", "1e100000000", "5,000-digit integer", "20-digit exponent"])
 def test_a_companyfacts_value_past_its_bound_is_quarantined_and_the_rest_loads(
         migrated, tmp_path, val, reason):
     """The row is kept out and recorded (issue 12: a row that cannot be a fact never fails
@@ -396,6 +393,65 @@ def test_a_companyfacts_value_past_its_bound_is_quarantined_and_the_rest_loads(
     assert record["file"] == str(path) and record["reason"] == "out-of-bounds" and reason in record["detail"]
     with migrated.connect() as mem:
         assert mem.counts(Scope(tenant=tenant))["evidence"] == 767
+
+
+# Issue 13: a 9,000-character concept name passed validation and failed on the server
+# ("Property value is too large to index") at the 50th filing of a load.
+@pytest.mark.parametrize(("part", "reason", "detail"), [
+    ("concept", "out-of-bounds", "FactIn.attribute"),
+    ("unit", "bad-unit", "a unit of 3000 characters is longer than 256"),
+], ids=["9,000-character concept", "3,000-byte unit"])
+def test_a_companyfacts_identifier_past_its_bound_is_quarantined_and_the_rest_loads(
+        migrated, tmp_path, part, reason, detail):
+    """Every row of that concept (or unit) is kept out and recorded naming the file; every
+    filing loads with its other rows, the filings before those rows as the ones after."""
+    data = json.loads(LPA.read_text())
+    concepts = data["facts"]["ifrs-full"]
+    name = sorted(concepts)[len(concepts) // 2]  # a concept in the middle of the file
+    rows = concepts[name]["units"]["USD"]
+    if part == "concept":
+        concepts["C" * 9000] = concepts.pop(name)
+    else:
+        concepts[name]["units"] = {"u" * 3000: rows}
+    assert len({r["accn"] for r in rows}) >= 2 and len(rows) < 768
+    path = tmp_path / "companyfacts.json"
+    path.write_text(json.dumps(data))
+    quarantine = tmp_path / "quarantine.jsonl"
+    tenant = f"test-bounds-{os.getpid()}-{part}-{tmp_path.name}"
+    run = _cli(migrated, "load", "companyfacts", str(path), "--tenant", tenant, "--quarantine", str(quarantine))
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    assert f"quarantine={{'{reason}': {len(rows)}}}" in run.stdout, run.stdout
+    records = [json.loads(line) for line in quarantine.read_text().splitlines()]
+    assert sorted(r["row"] for r in records) == list(range(len(rows)))
+    assert sorted(r["accession"] for r in records) == sorted(r["accn"] for r in rows)
+    assert all(r["file"] == str(path) and r["reason"] == reason and detail in r["detail"] for r in records)
+    with migrated.connect() as mem:
+        scope = Scope(tenant=tenant)
+        counts = mem.counts(scope)
+        assert (counts["sources"], counts["evidence"]) == (3, 768 - len(rows))
+        answer = mem.as_of(scope, entity="cik:1997711", attribute="ifrs-full:AccrualsClassifiedAsCurrent",
+                           unit="USD", period=Period(end=dt.date(2022, 12, 31)),
+                           cutoff=dt.datetime(2100, 1, 1, tzinfo=dt.UTC))
+        assert answer.value == Decimal(2650535)  # a row of the first filing
+
+
+@pytest.mark.parametrize("val", ["2650535." + "0" * 5000, "2650535" + "0" * 5000 + "e-5000"],
+                         ids=["5,000 zeros after the point", "5,000 zeros times 10^-5000"])
+def test_a_companyfacts_value_written_long_but_within_bounds_loads_exactly(migrated, tmp_path, val):
+    """2,650,535 written with 5,000 needless zeros is read short, with its exact value."""
+    text = json.dumps(json.loads(LPA.read_text())).replace('"val": 2650535,', f'"val": {val},', 1)
+    path = tmp_path / "companyfacts.json"
+    path.write_text(text)
+    tenant = f"test-bounds-{os.getpid()}-long-{tmp_path.name}"
+    run = _cli(migrated, "load", "companyfacts", str(path), "--tenant", tenant)
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    with migrated.connect() as mem:
+        scope = Scope(tenant=tenant)
+        assert mem.counts(scope)["evidence"] == 768
+        answer = mem.as_of(scope, entity="cik:1997711", attribute="ifrs-full:AccrualsClassifiedAsCurrent",
+                           unit="USD", period=Period(end=dt.date(2022, 12, 31)),
+                           cutoff=dt.datetime(2100, 1, 1, tzinfo=dt.UTC))
+        assert answer.value == Decimal(2650535)
 
 
 def test_an_empty_tenant_on_the_command_line_is_one_line(migrated):

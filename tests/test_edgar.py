@@ -117,6 +117,27 @@ def test_cik_given_as_number_or_digits(tmp_path, cik):
         sec.read(facts, [other], spool=spool)
 
 
+def test_a_value_nested_thousands_deep_is_quarantined_not_a_crash(tmp_path):
+    """A row's value 5,000 arrays deep is read past (building it would overflow Python's
+    stack): the row is quarantined, the file's other rows are read; a submissions file
+    nested as deep is an error naming it."""
+    nested = "[" * 5000 + "]" * 5000
+    text = json.dumps(json.loads(LPA.read_text())).replace('"val": 2650535,', f'"val": {nested},', 1)
+    facts = tmp_path / "facts.json"
+    facts.write_text(text)
+    with Spool() as spool:
+        read = sec.read(facts, spool=spool)
+    [record] = read.quarantined
+    assert (read.rows, record.reason) == (768, "not-a-number")
+    assert record.attribute == "ifrs-full:AccrualsClassifiedAsCurrent"
+    assert "nested more than 32 deep" in record.detail
+    subs = tmp_path / "subs.json"
+    subs.write_text('{"cik": 1997711, "filings": ' + nested + "}")
+    with pytest.raises(InputError, match="not valid JSON") as info:
+        sec.read_submissions([sec.document(subs)], 1997711)
+    assert info.value.where == str(subs)
+
+
 def test_after_hours_friday_acceptance_is_when_it_became_public():
     """Accepted Friday 2024-11-01 at 18:45 New York (after the 17:30 cut-off), dated Monday
     2024-11-04: public on Friday evening, three days before its filed date."""
