@@ -30,6 +30,7 @@ from .db import RetryPolicy, Timeouts
 from .errors import GraphmemError, InputError, ServerError
 from .memory import Memory
 from .models import Period, Scope
+from .values import parse_time
 
 
 def error_line(exc: BaseException, where: str | None = None, named: str | None = None) -> str:
@@ -214,20 +215,6 @@ def _json_opt(fn: Any) -> Any:
     return click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")(fn)
 
 
-def _when(text: str | None, name: str) -> dt.datetime | None:
-    """A cutoff or known_at from the command line: ISO date or datetime (UTC if no zone);
-    a bare date means the end of that day in UTC."""
-    if text is None:
-        return None
-    try:
-        if len(text) == 10:
-            return dt.datetime.combine(dt.date.fromisoformat(text), dt.time.max, dt.UTC)
-        value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise InputError(name, f"not an ISO date or datetime: {text!r}") from exc
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-
-
 def _period(text: str | None) -> Period | None:
     """``2015-12-31`` (an instant) or ``2025-01-01..2025-03-31`` (a duration)."""
     if not text:
@@ -367,8 +354,8 @@ def asof(entity: str, attribute: str, period: str | None, unit: str | None, cuto
     """What the memory says at (cutoff, known_at); exit 4 when nothing is found."""
     with _connect() as mem:
         answer = mem.as_of(_scope(tenant, scope_keys), entity=entity, attribute=attribute,
-                           period=_period(period), unit=unit, cutoff=_when(cutoff, "--cutoff"),
-                           known_at=_when(known_at, "--known-at"))
+                           period=_period(period), unit=unit, cutoff=parse_time(cutoff, "--cutoff"),
+                           known_at=parse_time(known_at, "--known-at"))
     _dump(answer.model_dump(mode="json")) if as_json else click.echo(render.answer(answer))
     if answer.status == "not_found":
         sys.exit(4)
@@ -418,12 +405,13 @@ def screen_cmd(attribute: str, frame: str | None, period: str | None, cutoff: st
         if ltm:
             from .loaders import metrics
 
-            result = metrics.screen_ltm(mem, scope, concept=attribute, frame=frame, cutoff=_when(cutoff, "--cutoff"),
-                                        known_at=_when(known_at, "--known-at"), entities=entities,
+            result = metrics.screen_ltm(mem, scope, concept=attribute, frame=frame,
+                                        cutoff=parse_time(cutoff, "--cutoff"),
+                                        known_at=parse_time(known_at, "--known-at"), entities=entities,
                                         unit=unit or "USD", sort=sort)
         else:
             result = mem.screen(scope, attribute=attribute, frame=frame, period=_period(period),
-                                cutoff=_when(cutoff, "--cutoff"), known_at=_when(known_at, "--known-at"),
+                                cutoff=parse_time(cutoff, "--cutoff"), known_at=parse_time(known_at, "--known-at"),
                                 entities=entities, unit=unit, definition=definition, sort=sort)
     if fmt == "json":
         click.echo(result.model_dump_json(indent=2))

@@ -95,6 +95,21 @@ def epoch(t: dt.datetime | None) -> list[int] | None:
     return [seconds, micros * 1000]
 
 
+def parse_time(text: str | None, name: str) -> dt.datetime | None:
+    """A cutoff or known_at as text (the command line, an MCP tool): an ISO date or
+    datetime, UTC if it names no zone; a bare date means the end of that day in UTC, so
+    a filing accepted that day is public by it."""
+    if text is None:
+        return None
+    try:
+        if len(text) == 10:
+            return dt.datetime.combine(dt.date.fromisoformat(text), dt.time.max, dt.UTC)
+        value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise InputError(name, f"not an ISO date or datetime: {text!r}") from exc
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
 def with_times(item: dict[str, Any], *names: str) -> dict[str, Any]:
     """``item`` with these fields (epoch microseconds, or null) as datetimes."""
     return {**item, **{n: None if item[n] is None else from_micros(item[n]) for n in names}}

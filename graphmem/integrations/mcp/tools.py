@@ -27,7 +27,6 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from neo4j.exceptions import DriverError, Neo4jError
 from pydantic import BaseModel, Field, ValidationError
 
-from ...cli import _when
 from ...errors import GraphmemError, InputError, UnavailableError
 from ...memory import Memory
 from ...models import (
@@ -44,6 +43,7 @@ from ...models import (
     TaskStateIn,
     TraceResult,
 )
+from ...values import parse_time
 from . import results as r
 from .access import Access, Caller
 
@@ -177,7 +177,7 @@ def register(server: MCPServer, memory: Memory, access: Access, grants: Grants) 
         return add
 
     def now(cutoff: str | None) -> dt.datetime:
-        return _when(cutoff, "cutoff") or memory.server_now()
+        return parse_time(cutoff, "cutoff") or memory.server_now()
 
     # ------------------------------------------------------------ reads
 
@@ -195,7 +195,7 @@ def register(server: MCPServer, memory: Memory, access: Access, grants: Grants) 
         def work(c: Caller) -> tuple[BaseModel, str]:
             out = r.answer(memory.as_of(
                 c.scope, entity=entity, attribute=attribute, period=_period(period_end, period_start),
-                cutoff=now(cutoff), known_at=_when(known_at, "known_at"), unit=unit,
+                cutoff=now(cutoff), known_at=parse_time(known_at, "known_at"), unit=unit,
                 require=_require(min_authority)))
             return out, r.answer_text(out)
         return _run(access, ctx, work)
@@ -214,7 +214,7 @@ def register(server: MCPServer, memory: Memory, access: Access, grants: Grants) 
                 raise InputError("entity", "give entity or attribute (or both)")
             found = memory.facts_as_of(c.scope, entity=entity, attribute=attribute,
                                        valid_from=valid_from, valid_to=valid_to, cutoff=now(cutoff),
-                                       known_at=_when(known_at, "known_at"),
+                                       known_at=parse_time(known_at, "known_at"),
                                        require=_require(min_authority))
             out = r.AnswersOut(answers=[r.answer(a) for a in found[:limit]], total=len(found),
                                truncated=len(found) > limit)
@@ -241,7 +241,7 @@ def register(server: MCPServer, memory: Memory, access: Access, grants: Grants) 
         def work(c: Caller) -> tuple[BaseModel, str]:
             found = memory.screen(c.scope, attribute=attribute, frame=frame,
                                   period=_period(period_end, period_start), cutoff=now(cutoff),
-                                  known_at=_when(known_at, "known_at"), entities=entities, unit=unit,
+                                  known_at=parse_time(known_at, "known_at"), entities=entities, unit=unit,
                                   require=_require(min_authority), sort=sort)
             out = r.screen(found, limit)
             return out, r.screen_text(out)
@@ -275,8 +275,8 @@ def register(server: MCPServer, memory: Memory, access: Access, grants: Grants) 
         authority, then text score, then recency. A fact hit is what `as_of` would answer."""
         def work(c: Caller) -> tuple[BaseModel, str]:
             out = r.search(memory.search(c.scope, text=text, types=types, entity=entity,
-                                         task_id=task_id, cutoff=_when(cutoff, "cutoff"),
-                                         known_at=_when(known_at, "known_at"),
+                                         task_id=task_id, cutoff=parse_time(cutoff, "cutoff"),
+                                         known_at=parse_time(known_at, "known_at"),
                                          require=_require(min_authority), limit=limit, match=match))
             return out, r.search_text(out)
         return _run(access, ctx, work)
@@ -360,11 +360,11 @@ def register(server: MCPServer, memory: Memory, access: Access, grants: Grants) 
             notes: dict[str, str] = {}
             if ids is None:
                 chosen: Any = memory.search(c.scope, text=text, types=types, entity=entity,
-                                            cutoff=_when(cutoff, "cutoff"),
-                                            known_at=_when(known_at, "known_at"), limit=limit,
+                                            cutoff=parse_time(cutoff, "cutoff"),
+                                            known_at=parse_time(known_at, "known_at"), limit=limit,
                                             match=match)
             else:
-                chosen = _hits_by_id(memory, c, ids, now(cutoff), _when(known_at, "known_at"), notes)
+                chosen = _hits_by_id(memory, c, ids, now(cutoff), parse_time(known_at, "known_at"), notes)
             out = r.context(memory.build_context(c.scope, task_id=task_id, memories=chosen,
                                                  token_budget=token_budget), notes)
             skipped = "".join(f"\n# not rendered: {m} ({why})" for m, why in notes.items())
@@ -403,7 +403,7 @@ def register(server: MCPServer, memory: Memory, access: Access, grants: Grants) 
         Text that repeats a context graphmem injected is refused (echo guard)."""
         def work(c: Caller) -> tuple[BaseModel, str]:
             new = memory.record_source(c.scope, Source(
-                id=id, kind=kind, authority=authority, available_by=_when(available_by, "available_by"),
+                id=id, kind=kind, authority=authority, available_by=parse_time(available_by, "available_by"),
                 publisher=publisher, uri=uri, title=title, meta=meta or {}))
             out = r.SourceOut(recorded=new, source=memory.source(c.scope, id))
             return out, f"source {id} " + ("recorded" if new else "already recorded (identical)")
@@ -428,7 +428,7 @@ def register(server: MCPServer, memory: Memory, access: Access, grants: Grants) 
             out = r.remembered(memory.remember_fact(c.scope, FactIn(
                 entity=entity, attribute=attribute, value=_value(value, value_type),
                 period=_period(period_end, period_start), unit=unit, definition=definition,
-                sources=tuple(sources or ()), available_by=_when(available_by, "available_by"))))
+                sources=tuple(sources or ()), available_by=parse_time(available_by, "available_by"))))
             return out, r.remembered_text(out)
         return _run(access, ctx, work)
 
