@@ -107,7 +107,7 @@ class Database:
             reraise=True,
         )
 
-    def _run(self, mode: str, work: Callable[[Tx], T]) -> T:
+    def _run(self, mode: str, work: Callable[[Tx], T], commit: bool = True) -> T:
         for attempt in self._retrying():
             with attempt, self.driver.session(
                 database=self.database,
@@ -117,7 +117,7 @@ class Database:
                 tx = session.begin_transaction()
                 try:
                     result = work(Tx(tx, self.queries))
-                    tx.commit()
+                    tx.commit() if commit else tx.rollback()
                 except BaseException:
                     if not tx.closed():
                         tx.rollback()
@@ -157,9 +157,14 @@ class Database:
         """Run ``work`` in one write transaction: all of it commits, or none of it."""
         return self._wrap_commit(neo4j.WRITE_ACCESS, work, label)
 
-    def _wrap_commit(self, mode: str, work: Callable[[Tx], T], label: str) -> T:
+    def rolled_back(self, work: Callable[[Tx], T], label: str = "probe") -> T:
+        """Run ``work`` in a write transaction that is always rolled back: to see what
+        statements would write, writing nothing (graphmem.probe)."""
+        return self._wrap_commit(neo4j.WRITE_ACCESS, work, label, commit=False)
+
+    def _wrap_commit(self, mode: str, work: Callable[[Tx], T], label: str, commit: bool = True) -> T:
         try:
-            return self._run(mode, work)
+            return self._run(mode, work, commit)
         except (Neo4jError, DriverError) as exc:
             if is_transient(exc):
                 raise

@@ -7,15 +7,14 @@ from __future__ import annotations
 import re
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from graphmem.errors import InputError
-from graphmem.memory import Memory
-from graphmem.models import FactIn, Scope, Source, WriteReport
+from graphmem.models import Entity, FactIn, Scope, Source, WriteReport
 
 # ------------------------------------------------------------------ units
 
@@ -140,8 +139,20 @@ def progress(description: str, total: int, enabled: bool | None = None):
 # ------------------------------------------------------------------ the write
 
 
+class Writer(Protocol):
+    """Where a loader writes: a :class:`graphmem.Memory`, or an offline build of a new
+    database (:class:`graphmem.bulk.Build`), which takes the same calls."""
+
+    def scope(self, scope: Any) -> Scope: ...
+
+    def put_entity(self, scope: Scope, entity: Entity) -> None: ...
+
+    def record(self, scope: Scope, *, sources: Iterable[Source] = (),
+               items: Iterable[FactIn] = ()) -> WriteReport: ...
+
+
 def write_filing(
-    mem: Memory, scope: Scope, source: Source, items: Sequence[FactIn], where: str
+    mem: Writer, scope: Scope, source: Source, items: Sequence[FactIn], where: str
 ) -> WriteReport:
     """Record ``source`` and assert ``items`` in ONE write transaction (``Memory.record``):
     a failure leaves neither the source nor any fact of that filing. Errors are

@@ -73,11 +73,10 @@ from typing import Any
 import ijson
 
 from graphmem.errors import InputError
-from graphmem.memory import Memory
 from graphmem.models import Authority, Entity, FactIn, Period, Scope, Source
 
 from . import availability as av
-from ._common import LoadReport, check_unit, progress, write_filing
+from ._common import LoadReport, Writer, check_unit, progress, write_filing
 from .spool import Row, Spool
 
 __all__ = ["LoadReport", "entity_id", "filing_uri", "load", "read_json", "rerounds"]
@@ -439,7 +438,7 @@ def _submissions(path: str | Path, cik: int) -> tuple[dict[str, str], tuple[str,
 
 
 def load(
-    mem: Memory,
+    mem: Writer,
     scope: Scope,
     companyfacts: str | Path,
     submissions: str | Path | None = None,
@@ -462,7 +461,7 @@ def load(
     return report
 
 
-def _load(mem: Memory, scope: Scope, companyfacts: str | Path, submissions: str | Path | None,
+def _load(mem: Writer, scope: Scope, companyfacts: str | Path, submissions: str | Path | None,
           spool: Spool, ny_clock: bool | None, reround: bool, show_progress: bool | None) -> LoadReport:
     """``load``, with the file's rows spooled by accession."""
     file = str(companyfacts)
