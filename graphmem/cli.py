@@ -244,6 +244,11 @@ def _bootstrap_options(fn: Any) -> Any:
     fn = click.option("--heap", default="1g", show_default=True, help="JVM heap of the server.")(fn)
     fn = click.option("--pagecache", default="512m", show_default=True, help="Neo4j page cache.")(fn)
     fn = click.option("--keep-work", is_flag=True, help="Keep the staging folder (CSV files, logs).")(fn)
+    fn = click.option("--csv", type=click.Path(file_okay=False, path_type=Path), default=None,
+                      help="Only write the importer's input to this folder (for neo4j-admin elsewhere: "
+                           "Docker, a cluster); nothing else is touched.")(fn)
+    fn = click.option("--csv-root", default=None, metavar="PATH",
+                      help="With --csv: where that neo4j-admin sees the folder (e.g. /import in a container).")(fn)
     return fn
 
 
@@ -254,23 +259,56 @@ def _bootstrap_options(fn: Any) -> Any:
 @_bootstrap_options
 @_scoped
 @_json_opt
-def bootstrap_companyfacts(file: Path, submissions: Path | None, home: Path | None, port: int, replace: bool,
-                           password: str | None, heap: str, pagecache: str, keep_work: bool, tenant: str,
-                           scope_keys: tuple[str, ...], as_json: bool) -> None:
+def bootstrap_companyfacts(file: Path, submissions: Path | None, tenant: str, scope_keys: tuple[str, ...],
+                           **options: Any) -> None:
     """One SEC companyfacts file into a new database (what `load companyfacts` would write)."""
-    from . import offline
     from .loaders import bootstrap as loader
 
-    cfg = _config(home, port, heap=heap, pagecache=pagecache, password=password)
     scope = _scope(tenant, scope_keys)
-    reports, report = offline.bootstrap(
-        cfg, lambda build: loader.load(build, scope, [(file, submissions)]), replace=replace, keep=keep_work)
+    _bootstrap(lambda build: loader.load(build, scope, [(file, submissions)]), **options)
+
+
+def _bootstrap(load: Any, home: Path | None, port: int, replace: bool, password: str | None, heap: str,
+               pagecache: str, keep_work: bool, csv: Path | None, csv_root: str | None, as_json: bool) -> None:
+    """Bootstrap the launcher's database, or with ``--csv`` write the importer's input only."""
+    from . import offline
+
+    if csv is not None:
+        probe = Memory.from_env() if os.environ.get("GRAPHMEM_NEO4J_URI") else None
+        try:
+            reports, totals, files = offline.export(csv, load, root=csv_root, probe=probe.db if probe else None)
+        finally:
+            if probe is not None:
+                probe.close()
+        summary: dict[str, Any] = {"totals": dataclasses.asdict(totals), "files": files.rows,
+                                   "import_args": str(files.folder / "import.args")}
+    else:
+        cfg = _config(home, port, heap=heap, pagecache=pagecache, password=password)
+        reports, report = offline.bootstrap(cfg, load, replace=replace, keep=keep_work)
+        summary = dataclasses.asdict(report)
     if as_json:
-        _dump({"loads": [r.model_dump() for r in reports], "bootstrap": dataclasses.asdict(report)})
+        _dump({"loads": [r.model_dump() for r in reports], "bootstrap": summary})
         return
     for load_report in reports:
         click.echo(render.load_report(load_report))
-    click.echo(render.bootstrap_report(report))
+    if csv is not None:
+        click.echo(f"wrote the importer's input to {files.folder} ({sum(files.rows.values())} rows); import it with "
+                   f"`neo4j-admin database import full neo4j --overwrite-destination=true "
+                   f"@{csv_root or files.folder}/import.args`, start the database, then run "
+                   "`graphmem bootstrap finish`")
+    else:
+        click.echo(render.bootstrap_report(report))
+
+
+@bootstrap.command("finish")
+def bootstrap_finish() -> None:
+    """After an import made with --csv: complete the database at $GRAPHMEM_NEO4J_URI
+    (empty alias lists, then the schema migrations with every index populated)."""
+    from . import offline
+
+    with _connect() as mem:
+        version = offline.finish(mem)
+    click.echo(f"finished: graphmem schema version {version}")
 
 
 # ---------------------------------------------------------------- reads

@@ -17,8 +17,9 @@ How values are written, and why:
   contains (an alias that does is refused). The importer cannot write an empty list:
   an entity without aliases gets no property, and ``bootstrap.entity_aliases`` sets
   ``[]`` after the import, as ``entity.put`` would have.
-* a file with a line break inside a field is named in ``--multiline-fields`` (the
-  importer's slower parser), every other file is parsed in parallel.
+* when a field holds a line break, the importer is told ``--multiline-fields=true``
+  (its slower parser, for every file; rare in filings). Its per-file mode (``v2``)
+  refused such a file here ("found CR outside a text cell", with no CR in it).
 """
 
 from __future__ import annotations
@@ -104,14 +105,14 @@ class _File:
         self.rows = 0
         self.multiline = False
         self._arrays = [n for n, t in enumerate(layout.types) if t.endswith("[]")]
-        self._pending: list[Sequence[Any]] = []
+        self._pending: list[list[Any]] = []
         self._handle = path.open("w", encoding="utf-8", newline="")
         self._handle.write(",".join(layout.header) + "\n")
 
     def add(self, row: Sequence[Any]) -> None:
         if len(row) != len(self.layout.header):
             raise ValueError(f"{self.layout.file}: {len(row)} values for {len(self.layout.header)} columns")
-        self._pending.append(row)
+        self._pending.append(self._row(row))
         if len(self._pending) >= _BATCH:
             self.flush()
 
@@ -120,7 +121,7 @@ class _File:
             return
         buffer = io.StringIO()
         writer = csv.writer(buffer, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
-        writer.writerows(self._row(row) for row in self._pending)
+        writer.writerows(self._pending)
         text = buffer.getvalue()
         if not self.multiline and (text.count("\n") != len(self._pending) or "\r" in text):
             self.multiline = True
@@ -166,9 +167,8 @@ class ImportInput:
         for layout in LAYOUTS:
             if layout.file in self.rows:
                 args.append(f"--{layout.kind}={layout.label}={base}/{layout.file}")
-        if self.multiline:
-            args += ["--multiline-fields-format=v2",
-                     "--multiline-fields=" + ",".join(f"{base}/{name}" for name in self.multiline)]
+        if self.multiline:  # v1, for every file: v2's per-file mode misreads some of these files
+            args.append("--multiline-fields=true")
         return args
 
 

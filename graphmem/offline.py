@@ -32,6 +32,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -120,7 +121,7 @@ def run_importer(data_dir: Path, files: ImportInput, *, heap: str = "1g", off_he
     log = log or data_dir.parent / "import.log"
     cmd = [srv.java_path(), f"-Xmx{heap}", *srv.JVM_FLAGS, "-cp", str(jar), ADMIN_TOOL,
            # the database first: an option naming files takes every word after it
-           "database", "import", "full", "neo4j", "--overwrite-destination=true",
+           "database", "import", "full", "neo4j", "--verbose", "--overwrite-destination=true",
            f"--max-off-heap-memory={off_heap}", f"--report-file={data_dir.parent / 'import.report'}",
            *([f"--threads={threads}"] if threads else []), *files.import_args()]
     env = {**os.environ, "NEO4J_HOME": str(data_dir), "NEO4J_CONF": str(conf)}
@@ -134,15 +135,20 @@ def run_importer(data_dir: Path, files: ImportInput, *, heap: str = "1g", off_he
     return usage.ru_maxrss / 1024
 
 
-def finish(cfg: srv.ServerConfig) -> float:
-    """On a server started on the imported database: what the importer cannot write,
-    then the schema migrations with every index populated; the server is stopped
-    again. Returns its JVM's peak resident memory in MB."""
+def finish(mem: Memory) -> int:
+    """On a server serving an imported database: what the importer cannot write, then
+    the schema migrations, every index populated. Returns the schema version."""
+    mem.db.write(lambda tx: tx.one("bootstrap.entity_aliases"), "bootstrap.entity_aliases")
+    return mem.migrate()
+
+
+def _finish_staged(cfg: srv.ServerConfig) -> float:
+    """``finish`` on a server started on the staged database, stopped again after;
+    returns its JVM's peak resident memory in MB."""
     status = srv.start(cfg)
     try:
         with Memory(_driver(cfg.uri, cfg.password)) as mem:
-            mem.db.write(lambda tx: tx.one("bootstrap.entity_aliases"), "bootstrap.entity_aliases")
-            mem.migrate()
+            finish(mem)
         return _peak_rss_mb(status.pid or 0)
     finally:
         srv.stop(cfg)
@@ -211,6 +217,43 @@ class _Probe:
             self._pool.shutdown()
 
 
+def build_input(folder: Path, spool: Path, load: Callable[[Build], T],
+                probe: Callable[[], Database]) -> tuple[T, Totals, ImportInput]:
+    """What ``load`` writes into a Build, as the importer's input files in ``folder``
+    (the build's spool in ``spool``, removed after)."""
+    csv = GraphCsv(folder)
+    build = Build(spool, csv, Templates(probe))
+    try:
+        result = load(build)
+        totals = build.finish()
+    finally:
+        files = csv.close()
+        shutil.rmtree(spool, ignore_errors=True)
+    return result, totals, files
+
+
+def export(folder: Path, load: Callable[[Build], T], *, root: str | None = None,
+           probe: Database | None = None) -> tuple[T, Totals, ImportInput]:
+    """The importer's input alone, for ``neo4j-admin database import`` run elsewhere (the
+    neo4j Docker image, a cluster's seeding server): the CSV files in ``folder`` and
+    ``folder/import.args``, the importer's arguments naming them under ``root``
+    (where that importer will see the folder; by default where it is), for
+    ``neo4j-admin database import full neo4j @import.args``. After the import, start the
+    database and run ``finish`` on it (``graphmem bootstrap finish``). The search-text
+    probe runs on ``probe``, else on a launcher started in a temporary folder."""
+    work = Path(tempfile.mkdtemp(prefix="graphmem-export-"))
+    stage = srv.ServerConfig(home=work / "probe-server", port=_free_port(), heap="512m", pagecache="64m")
+    probing = _Probe(probe, None, None, stage)
+    try:
+        result, totals, files = build_input(folder, work / "spool", load, probing.database)
+    finally:
+        probing.close()
+        shutil.rmtree(work, ignore_errors=True)
+    (files.folder / "import.args").write_text(
+        "\n".join(files.import_args(f"{root.rstrip('/')}" if root else None)) + "\n")
+    return result, totals, files
+
+
 def bootstrap(cfg: srv.ServerConfig, load: Callable[[Build], T], *, replace: bool = False,
               probe: Database | None = None, keep: bool = False, importer_heap: str = "1g",
               importer_off_heap: str = "1g") -> tuple[T, BootstrapReport]:
@@ -227,11 +270,8 @@ def bootstrap(cfg: srv.ServerConfig, load: Callable[[Build], T], *, replace: boo
         clock = time.monotonic()
         probing = _Probe(probe, srv.status(cfg).uri if running else None, cfg.password, stage)
         try:
-            csv = GraphCsv(staging / "csv")
-            build = Build(staging / "spool", csv, Templates(probing.database))
-            result = load(build)
-            report.totals = build.finish()
-            files = csv.close()
+            result, report.totals, files = build_input(staging / "csv", staging / "spool", load,
+                                                       probing.database)
         finally:
             probing.close()
         report.files = files.rows
@@ -241,9 +281,9 @@ def bootstrap(cfg: srv.ServerConfig, load: Callable[[Build], T], *, replace: boo
                                                       off_heap=importer_off_heap)
         report.seconds["import"] = time.monotonic() - clock
         if not keep:
-            shutil.rmtree(staging / "csv", ignore_errors=True)
+            shutil.rmtree(files.folder, ignore_errors=True)
         clock = time.monotonic()
-        report.peak_rss_mb["server"] = finish(stage)
+        report.peak_rss_mb["server"] = _finish_staged(stage)
         report.seconds["finish"] = time.monotonic() - clock
         clock = time.monotonic()
         swap(cfg, stage.data_dir, running)
