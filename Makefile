@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 $(BIN)/graphmem: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,png]'
+	$(BIN)/pip install --quiet -e '.[test,png,mcp,langgraph]'
 	touch $@
 
 install: $(BIN)/graphmem

@@ -95,3 +95,8 @@ CREATE INDEX graphmem_factkey_attribute IF NOT EXISTS FOR (n:FactKey) ON (n.tena
 // The strongest authority among a tenant's sources, read from the end of this index: no
 // memory of the tenant can rank above it, which lets a search stop reading hits early.
 CREATE INDEX graphmem_source_authority IF NOT EXISTS FOR (n:Source) ON (n.tenant, n.authority_rank)
+
+// name: schema.026.factkey_entity_period
+// A screen seeks each entity's keys of one attribute whose period ends in a frame's
+// window (screen.read): a range on period_end after three equalities.
+CREATE INDEX graphmem_factkey_entity_period IF NOT EXISTS FOR (n:FactKey) ON (n.tenant, n.entity, n.attribute, n.period_end)

@@ -50,7 +50,7 @@ from . import facts, indexing
 from .errors import InputError
 from .importcsv import ABOUT, CLOCK, ENTITY, EVIDENCED_BY, FACT, FACT_KEY, SOURCE, VERSION_OF, Layout
 from .models import Authority, Entity, FactIn, Scope, Source, WriteReport, check_scope
-from .probe import Template, Templates
+from .probe import Templates
 from .values import digest
 
 
@@ -294,7 +294,7 @@ class _KeyWriter:
         self._totals = totals
         self._entities: dict[str, tuple[Scope, Entity]] = {}
         self._sources: dict[str, Source] = {}
-        self._templates_filled: dict[tuple[str, str, str], Template] = {}
+        self._patterns: dict[tuple[str, str, str], str] = {}
 
     def key(self, rows: list[tuple[Any, ...]]) -> None:
         versions = self._decide(rows)
@@ -346,18 +346,14 @@ class _KeyWriter:
         first = v.first
         scope, _ = self._entity(first[_ENTITY_UID])
         value_hash = digest(v.value_type, v.value)
-        text = self._template("create", first).render({
-            "fact.version_id": v.version_id, "fact.idem": first[_IDEM], "fact.source_uid": first[_SOURCE],
-            "fact.value": v.value, "fact.value_type": v.value_type, "fact.value_hash": value_hash,
-            "fact.key.uid": first[_KEY], "fact.key.entity": first[_ENTITY], "fact.key.entity_uid": first[_ENTITY_UID],
-            "fact.key.attribute": first[_ATTRIBUTE], "fact.key.unit": first[_UNIT],
-            "fact.key.definition": first[_DEFINITION], "fact.key.period": first[_PERIOD]})
+        text = self._pattern("create", first).format(
+            v.version_id, first[_IDEM], first[_SOURCE], v.value, v.value_type, value_hash, first[_KEY], first[_ENTITY],
+            first[_ENTITY_UID], first[_ATTRIBUTE], first[_UNIT], first[_DEFINITION], first[_PERIOD])
         for row in v.evidence:
-            text += self._template("append", row).render({
-                "evidence.idem": row[_IDEM], "evidence.source_uid": row[_SOURCE], "evidence.version_id": v.version_id})
+            text += self._pattern("append", row).format(row[_IDEM], row[_SOURCE], v.version_id)
         self._sink.add(FACT, (v.version_id, scope.tenant, scope.id, first[_KEY], v.value, v.value_type, first[_NUM],
                               value_hash, first[_END], first[_START], first[_AVAILABLE], first[_RECORDED], v.revision,
-                              self._template("scope_token", first).render({}), text))
+                              self._pattern("scope_token", first), text))
         self._sink.add(VERSION_OF, (v.version_id, first[_KEY]))
         for row in (first, *v.evidence):
             self._sink.add(EVIDENCED_BY, (v.version_id, row[_SOURCE], row[_IDEM], row[_AVAILABLE], row[_RECORDED]))
@@ -376,21 +372,32 @@ class _KeyWriter:
             found = self._sources[uid] = self._build.source(uid)
         return found
 
-    def _template(self, which: str, row: tuple[Any, ...]) -> Template:
+    def _pattern(self, which: str, row: tuple[Any, ...]) -> str:
         """The probed template ``which`` (create, append, scope_token) for the row's entity
-        and source, with the entity's, the source's and the scope's slots filled in."""
+        and source, with the entity's, the source's and the scope's slots filled in, as a
+        ``str.format`` pattern of what is left (``_SLOTS[which]``, in that order)."""
         cache = (which, row[_ENTITY_UID], row[_SOURCE])
-        found = self._templates_filled.get(cache)
+        found = self._patterns.get(cache)
         if found is None:
             scope, entity = self._entity(row[_ENTITY_UID])
             source = self._source(row[_SOURCE])
-            template = getattr(self._templates, which)(entity, source)
-            found = self._templates_filled[cache] = template.fill(
+            template = getattr(self._templates, which)(entity, source).fill(
                 {"params.tenant": scope.tenant, "params.scope": scope.id,
                  "params.scope_token": indexing.scope_token(scope)}
                 | _flat("entity", facts.entity_params(scope, entity))
                 | _flat("s1" if which == "create" else "s2", facts.source_params(scope, source)))
+            found = self._patterns[cache] = template.pattern(_SLOTS[which])
         return found
+
+
+# what a version's (or evidence's) own values fill in, by template
+_SLOTS = {
+    "create": ("fact.version_id", "fact.idem", "fact.source_uid", "fact.value", "fact.value_type", "fact.value_hash",
+               "fact.key.uid", "fact.key.entity", "fact.key.entity_uid", "fact.key.attribute", "fact.key.unit",
+               "fact.key.definition", "fact.key.period"),
+    "append": ("evidence.idem", "evidence.source_uid", "evidence.version_id"),
+    "scope_token": (),
+}
 
 
 def _flat(prefix: str, params: dict[str, Any]) -> dict[str, str]:

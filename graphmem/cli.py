@@ -6,8 +6,10 @@ Exit codes: 0 success, 1 a graphmem error (bad input, not found, server fault),
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import datetime as dt
+import io
 import json
 import os
 import sys
@@ -335,6 +337,72 @@ def asof(entity: str, attribute: str, period: str | None, unit: str | None, cuto
         sys.exit(4)
 
 
+def _entity_ids(path: Path | None) -> list[str] | None:
+    """Entity ids from a file, one per line (blank lines and ``#`` comments skipped)."""
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8-sig") if str(path) != "-" else sys.stdin.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError("--entities", f"{path}: cannot read it as UTF-8 text: {exc}") from exc
+    ids = [line.strip() for line in text.splitlines()]
+    ids = [i for i in ids if i and not i.startswith("#")]
+    if not ids:
+        raise InputError("--entities", f"{path}: no entity ids (one per line)")
+    return ids
+
+
+@main.command("screen")
+@click.option("--attribute", required=True, help="e.g. us-gaap:Revenues")
+@click.option("--frame", help="CY2024 (a year), CY2024Q3 (a quarter) or CY2024Q3I (the instant ending it).")
+@click.option("--period", help="An exact period instead of a frame: DATE or DATE..DATE.")
+@click.option("--cutoff", required=True, help="Only what was public by then (ISO).")
+@click.option("--known-at", help="As recorded by then (ISO); default now.")
+@click.option("--entities", "entities_file", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+              help="The universe: entity ids, one per line (default: every entity that had reported it).")
+@click.option("--unit", help="Only this unit (default: any, but one per screen).")
+@click.option("--definition", default="", help="The key's definition (e.g. ltm for derived LTM values).")
+@click.option("--sort", type=click.Choice(["entity", "value", "-value"]), default="entity", show_default=True)
+@click.option("--ltm", is_flag=True, help="The last twelve months' value, each window chosen per entity from what "
+              "was public (recorded as derivations); --frame optional: default each entity's latest.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@_scoped
+def screen_cmd(attribute: str, frame: str | None, period: str | None, cutoff: str, known_at: str | None,
+               entities_file: Path | None, unit: str | None, definition: str, sort: str, ltm: bool, fmt: str,
+               tenant: str, scope_keys: tuple[str, ...]) -> None:
+    """Every entity's value for a frame or period at a cutoff, without look-ahead; exit 4
+    when no entity has one."""
+    entities = _entity_ids(entities_file)
+    if ltm and (period or definition):
+        raise InputError("--ltm", "an LTM screen takes --frame (or nothing: each entity's latest window), "
+                                  "not --period or --definition")
+    with _connect() as mem:
+        scope = _scope(tenant, scope_keys)
+        if ltm:
+            from .loaders import metrics
+
+            result = metrics.screen_ltm(mem, scope, concept=attribute, frame=frame, cutoff=_when(cutoff, "--cutoff"),
+                                        known_at=_when(known_at, "--known-at"), entities=entities,
+                                        unit=unit or "USD", sort=sort)
+        else:
+            result = mem.screen(scope, attribute=attribute, frame=frame, period=_period(period),
+                                cutoff=_when(cutoff, "--cutoff"), known_at=_when(known_at, "--known-at"),
+                                entities=entities, unit=unit, definition=definition, sort=sort)
+    if fmt == "json":
+        click.echo(result.model_dump_json(indent=2))
+    elif fmt == "csv":
+        rows = render.screen_rows(result)
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["entity", "status"])
+        writer.writeheader()
+        writer.writerows(rows)
+        click.echo(buffer.getvalue(), nl=False)
+    else:
+        click.echo(render.screen(result))
+    if not any(a.status != "not_found" for a in result.answers):
+        sys.exit(4)
+
+
 @main.command()
 @click.option("--entity", required=True)
 @click.option("--attribute", required=True)
@@ -417,3 +485,56 @@ def demo(fixtures: Path | None, out: Path) -> None:
 
     with _connect(start=True) as mem:
         run(mem, fixtures, out, click.echo)
+
+
+# ---------------------------------------------------------------- mcp
+
+
+@main.command("mcp")
+@click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="HTTP: the address to bind (loopback unless told otherwise).")
+@click.option("--port", type=int, default=8765, show_default=True, help="HTTP: the port.")
+@click.option("--tokens", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              envvar="GRAPHMEM_MCP_TOKENS",
+              help="HTTP: the TOML file mapping each bearer token to one scope ($GRAPHMEM_MCP_TOKENS).")
+@click.option("--actor", envvar="GRAPHMEM_MCP_ACTOR", default="mcp", show_default=True,
+              help="stdio: who approvals, rejections and admin calls are recorded by.")
+@click.option("--read-only", is_flag=True, help="Offer the read tools only.")
+@click.option("--allow-review", is_flag=True, help="Offer approve and reject.")
+@click.option("--allow-admin", is_flag=True, help="Offer invalidate, retract_source and erase.")
+@_scoped
+def mcp(transport: str, host: str, port: int, tokens: Path | None, actor: str, read_only: bool,
+        allow_review: bool, allow_admin: bool, tenant: str, scope_keys: tuple[str, ...]) -> None:
+    """Serve graphmem to agents over MCP (needs graphmem[mcp]).
+
+    \b
+    The scope is the server's, never a tool argument: --tenant/--scope for stdio; over
+    HTTP each bearer token in --tokens maps to one scope, and a request without a known
+    token is refused.
+    \b
+    Tools:
+      reads (always)     as_of, facts, screen, history, search, lineage, impact, trace,
+                         candidates
+      writes             build_context, record_entity, record_source, remember_fact,
+                         remember_experience, save_task_state   (off with --read-only)
+      --allow-review     approve, reject
+      --allow-admin      invalidate, retract_source, erase
+    """
+    try:
+        from .integrations.mcp import FixedAccess, Grants, TokenAccess, serve
+    except ImportError as exc:
+        raise InputError("graphmem mcp", f"needs the mcp extra: pip install 'graphmem[mcp]' ({exc})") from exc
+    grants = Grants(read_only=read_only, allow_review=allow_review, allow_admin=allow_admin)
+    if transport == "http":
+        if tokens is None:
+            raise InputError("--tokens", "the HTTP transport needs a tokens file (each token -> one scope)")
+        access = TokenAccess.load(tokens)
+    else:
+        if tokens is not None:
+            raise InputError("--tokens", "stdio serves one scope: give --tenant/--scope instead")
+        access = FixedAccess(_scope(tenant, scope_keys), actor)
+    with _connect() as memory:
+        if not read_only:  # a read-only deployment may connect as a user that cannot migrate
+            memory.migrate()
+        serve(memory, access, grants, transport=transport, host=host, port=port)

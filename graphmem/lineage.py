@@ -379,6 +379,24 @@ def retraction_targets(report: ImpactReport, scope: Scope) -> list[str]:
             if i.kind == "derivation" and i.reason == "invalid"]
 
 
+def invalidate(tx: Tx, scope: Scope, version_ids: Sequence[str], *, reason: str, by: str | None,
+               at: Any) -> None:
+    """Invalidate versions from ``at`` on, and retract every derivation that each one's
+    impact makes invalid (an invalidated input invalidates what was derived from it).
+
+    One invalidation record per version not invalidated yet, and the cascade for those
+    only; the caller's transaction holds it all, so a failure leaves none of it."""
+    rows = tx.run("lifecycle.invalidate", version_ids=list(version_ids),
+                  record_id=digest(*version_ids, at, prefix="inv_"), reason=reason, by=by,
+                  cause=None, recorded_at=at, **scope_params(scope))
+    for version_id in [row["version_id"] for row in rows]:
+        report = impact(tx, scope, source_id=None, version_id=version_id, max_depth=None,
+                        cutoff=None, known_at=at, as_invalid=True)
+        tx.run("lifecycle.retract", uids=retraction_targets(report, scope),
+               record_id=digest(version_id, at, prefix="ret_"), reason=reason, by=by,
+               cause=f"version:{version_id}", recorded_at=at, **scope_params(scope))
+
+
 # ---------------------------------------------------------------- export
 
 

@@ -19,6 +19,7 @@ import neo4j
 
 from . import context as contexts
 from . import facts, governance, lineage, schema
+from . import screen as screening
 from . import search as searching
 from .db import Database, RetryPolicy, Tx
 from .errors import InputError, NotFoundError
@@ -36,6 +37,7 @@ from .models import (
     Remembered,
     Require,
     Scope,
+    Screen,
     SearchResult,
     Source,
     SourceRecord,
@@ -233,22 +235,7 @@ class Memory:
 
         def work(tx: Tx, at: Any) -> FactVersion:
             self._existing(tx, scope, [version_id])
-            tx.run(
-                "lifecycle.invalidate",
-                version_ids=[version_id],
-                record_id=digest(version_id, at, prefix="inv_"),
-                reason=reason,
-                by=by,
-                cause=None,
-                recorded_at=at,
-                **facts.scope_params(scope),
-            )
-            # Derived facts built on it are invalid too: retract their derivations.
-            report = lineage.impact(tx, scope, source_id=None, version_id=version_id,
-                                    max_depth=None, cutoff=None, known_at=at, as_invalid=True)
-            tx.run("lifecycle.retract", uids=lineage.retraction_targets(report, scope),
-                   record_id=digest(version_id, at, prefix="ret_"), reason=reason, by=by,
-                   cause=f"version:{version_id}", recorded_at=at, **facts.scope_params(scope))
+            lineage.invalidate(tx, scope, [version_id], reason=reason, by=by, at=at)
             return facts.versions_by_id(tx, scope, [version_id])[0]
 
         return self.write(scope, "invalidate", work)
@@ -440,6 +427,35 @@ class Memory:
         found = [a for a in self._db.read(work, "facts_as_of") if a.status != "not_found"]
         return sorted(found, key=lambda a: ((a.version or a.candidates[0]).period.end, a.entity, a.attribute,
                                            (a.version or a.candidates[0]).period.text))
+
+    def screen(
+        self,
+        scope: Scope,
+        *,
+        attribute: str,
+        frame: str | None = None,
+        period: Period | None = None,
+        cutoff: dt.datetime,
+        known_at: dt.datetime | None = None,
+        entities: Iterable[str] | None = None,
+        unit: str | None = None,
+        definition: str = "",
+        require: Require | None = None,
+        sort: str = "entity",
+    ) -> Screen:
+        """Every entity's ``attribute`` for a calendar ``frame`` (``CY2024``, ``CY2024Q3``,
+        ``CY2024Q3I``) or an exact ``period``, using only what was public by ``cutoff`` as
+        recorded by ``known_at``: one Answer per entity of the universe (``entities``, or
+        every entity that had made the attribute public by the cutoff), not_found and
+        conflicted ones included. See graphmem/screen.py for the frame rule and the
+        choice of each entity's key."""
+        scope = self.scope(scope)
+        q = screening.make_query(
+            attribute=attribute, selection=screening.selection(frame, period), cutoff=_aware("cutoff", cutoff),
+            known_at=_aware("known_at", known_at) or self._now(), entities=entities, unit=unit,
+            definition=definition, require=require, sort=sort)
+        # one statement: its own auto-commit read, one round trip
+        return self._db.read_each(lambda tx: screening.screen(tx, scope, q), "screen")
 
     def history(
         self, scope: Scope, *, entity: str, attribute: str, period: Period | None = None

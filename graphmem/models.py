@@ -276,6 +276,36 @@ class Answer(_Model):
         return self.version.value if self.version else None
 
 
+class Screen(_Model):
+    """A point-in-time screen: one Answer per entity of its universe, in ``sort`` order
+    (graphmem/screen.py has the frame rule, the choice of each entity's key and the
+    universe). ``universe`` says how its entities were found: ``entities`` (as given) or
+    ``attribute`` (every entity that had made the attribute public by the cutoff);
+    ``unknown`` lists entities given that the scope does not hold (their rows are
+    ``not_found``). For a screen of a derived metric (``graphmem.loaders.metrics.screen_ltm``)
+    ``inputs`` lists, by entity, the versions each active value was derived from."""
+
+    attribute: str
+    definition: str
+    unit: str | None
+    frame: str | None
+    period: Period | None
+    cutoff: dt.datetime
+    known_at: dt.datetime
+    universe: Literal["entities", "attribute"]
+    sort: str
+    answers: tuple[Answer, ...]
+    unknown: tuple[str, ...] = ()
+    inputs: dict[str, tuple[FactVersion, ...]] = Field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        """How many entities are active, conflicted and not_found."""
+        out = {"active": 0, "conflicted": 0, "not_found": 0}
+        for answer in self.answers:
+            out[answer.status] += 1
+        return out
+
+
 class WriteReport(_Model):
     """What a batch write did, counted by outcome; ``version_ids`` follow the input rows."""
 

@@ -142,16 +142,22 @@ def finish(mem: Memory) -> int:
     return mem.migrate()
 
 
-def _finish_staged(cfg: srv.ServerConfig) -> float:
-    """``finish`` on a server started on the staged database, stopped again after;
-    returns its JVM's peak resident memory in MB."""
+def _finish_staged(cfg: srv.ServerConfig, report: BootstrapReport) -> None:
+    """``finish`` on a server started on the staged database, stopped again after (its
+    steps timed, its JVM's peak memory noted, in ``report``)."""
+    clock = time.monotonic()
     status = srv.start(cfg)
+    report.seconds["finish: start"] = time.monotonic() - clock
     try:
+        clock = time.monotonic()
         with Memory(_driver(cfg.uri, cfg.password)) as mem:
             finish(mem)
-        return _peak_rss_mb(status.pid or 0)
+        report.seconds["finish: migrate"] = time.monotonic() - clock
+        report.peak_rss_mb["server"] = _peak_rss_mb(status.pid or 0)
     finally:
+        clock = time.monotonic()
         srv.stop(cfg)
+        report.seconds["finish: stop"] = time.monotonic() - clock
 
 
 def swap(cfg: srv.ServerConfig, staged: Path, running: bool) -> None:
@@ -282,9 +288,7 @@ def bootstrap(cfg: srv.ServerConfig, load: Callable[[Build], T], *, replace: boo
         report.seconds["import"] = time.monotonic() - clock
         if not keep:
             shutil.rmtree(files.folder, ignore_errors=True)
-        clock = time.monotonic()
-        report.peak_rss_mb["server"] = _finish_staged(stage)
-        report.seconds["finish"] = time.monotonic() - clock
+        _finish_staged(stage, report)
         clock = time.monotonic()
         swap(cfg, stage.data_dir, running)
         report.seconds["swap"] = time.monotonic() - clock

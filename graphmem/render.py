@@ -73,3 +73,62 @@ def load_report(report: Any) -> str:
     rules = ", ".join(f"{k}={n}" for k, n in data.pop("rules", {}).items())
     parts = ", ".join(f"{k}={v}" for k, v in data.items() if k != "file")
     return f"loaded {data['file']}: {parts}; available_by rules: {rules or '-'}"
+
+
+def _sources(shown: list[FactVersion], inputs: Any) -> str:
+    """The sources of each version shown; for a derived value, its inputs' (the filings)."""
+    if inputs:
+        return ";".join(dict.fromkeys(e.source_id for v in inputs for e in v.sources))
+    return " | ".join(";".join(e.source_id for e in v.sources) for v in shown)
+
+
+def _note(a: Answer, inputs: Any = None) -> str:
+    """What a row rests on: a derived value's input periods; or why it has no single
+    value: the candidates of a conflict, or what each filter removed on the entity's
+    keys (``cutoff=1``: a version existed, public only later)."""
+    if inputs:
+        return "from " + ", ".join(v.period.text for v in inputs)
+    if a.status == "conflicted":
+        return f"{len(a.candidates)} candidates"
+    if a.status == "not_found":
+        removed = {k: n for k, n in a.explain.model_dump().items() if n and k != "versions"}
+        return ", ".join(f"{k}={n}" for k, n in removed.items()) or "nothing reported"
+    return ""
+
+
+def screen_rows(s: Any) -> list[dict[str, Any]]:
+    """A screen as flat rows, one per entity (the CSV columns; the table shows most)."""
+    out = []
+    for a in s.answers:
+        shown = [a.version] if a.version else list(a.candidates)
+        first = shown[0] if shown else None
+        out.append({
+            "entity": a.entity,
+            "status": a.status,
+            "value": " | ".join(str(v.value) for v in shown),
+            "unit": first.unit if first else "",
+            "period_start": first.period.start if first and first.period.start else "",
+            "period_end": first.period.end if first else "",
+            "available_by": " | ".join(_when(v.available_by) for v in shown),
+            "recorded_at": " | ".join(_when(v.recorded_at) for v in shown),
+            "sources": _sources(shown, s.inputs.get(a.entity)),
+            "version_id": " | ".join(v.version_id for v in shown),
+            "note": _note(a, s.inputs.get(a.entity)),
+        })
+    return out
+
+
+def screen(s: Any) -> str:
+    """A screen as a table, under a line saying what was asked and how many were found."""
+    asked = s.frame or (s.period.text if s.period else "")
+    counts = ", ".join(f"{n} {status}" for status, n in s.counts().items())
+    head = (f"{s.attribute}{' (' + s.definition + ')' if s.definition else ''} for {asked} as of cutoff "
+            f"{_when(s.cutoff)}, known at {_when(s.known_at)}: {len(s.answers)} entities "
+            f"({'as given' if s.universe == 'entities' else 'every entity that had reported it'}); {counts}")
+    if s.unknown:
+        head += f"\nnot in this scope: {', '.join(s.unknown)}"
+    rows = [(r["entity"], r["status"], r["value"], r["unit"],
+             f"{r['period_start']}..{r['period_end']}" if r["period_start"] else r["period_end"],
+             r["available_by"], r["sources"], r["note"]) for r in screen_rows(s)]
+    return head + "\n" + table(("entity", "status", "value", "unit", "period", "available_by", "sources",
+                                "note"), rows)

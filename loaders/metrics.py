@@ -10,6 +10,9 @@ An LTM ending on day E is built, in this order of preference, from:
 1. an annual period ending E (the fiscal year itself);
 2. four contiguous quarters ending E;
 3. year-to-date ending E + the prior fiscal year − the prior year-to-date.
+
+``screen_ltm`` does the same for many companies at once, as a point-in-time screen
+(graphmem/screen.py): each company's window at a calendar frame, or its latest.
 """
 
 from __future__ import annotations
@@ -18,8 +21,10 @@ import datetime as dt
 from dataclasses import dataclass
 from decimal import Decimal
 
-from graphmem import Answer, FactIn, FactVersion, InputError, Memory, Period, Scope
+from graphmem import Answer, FactIn, FactVersion, InputError, Memory, Period, Scope, Screen
+from graphmem import screen as screening
 
+Span = tuple[dt.date, dt.date]  # a duration's (start, end)
 QUARTER = range(80, 101)
 YEAR = range(350, 381)
 YTD = range(170, 290)  # six or nine months
@@ -43,17 +48,20 @@ class Window:
         return v["ytd"] + v["prior_year"] - v["prior_ytd"]
 
 
-def _visible(mem: Memory, scope: Scope, entity: str, concept: str, unit: str,
-             cutoff: dt.datetime) -> dict[tuple[dt.date | None, dt.date], FactVersion]:
-    """Every duration value of the concept public by the cutoff, by (start, end)."""
-    found: dict[tuple[dt.date | None, dt.date], FactVersion] = {}
-    answers: list[Answer] = mem.facts_as_of(scope, entity=entity, attribute=concept, cutoff=cutoff)
+def _visible(answers: list[Answer], unit: str) -> tuple[dict[Span, FactVersion], dict[Span, Answer]]:
+    """Of one entity's answers: each duration value in ``unit`` (no definition) by
+    (start, end), and apart from them the periods whose answer is conflicted."""
+    found: dict[Span, FactVersion] = {}
+    conflicted: dict[Span, Answer] = {}
     for a in answers:
-        if a.status == "conflicted" or a.version is None:
-            continue  # a conflicted period is never silently picked; windows avoid it
-        if a.version.unit == unit and a.version.definition == "" and a.version.period.start:
-            found[(a.version.period.start, a.version.period.end)] = a.version
-    return found
+        v = a.version or (a.candidates[0] if a.candidates else None)
+        if v is None or v.unit != unit or v.definition != "" or v.period.start is None:
+            continue
+        if a.status == "conflicted":
+            conflicted[(v.period.start, v.period.end)] = a  # never silently picked
+        else:
+            found[(v.period.start, v.period.end)] = v
+    return found, conflicted
 
 
 def _days(start: dt.date, end: dt.date) -> int:
@@ -62,8 +70,14 @@ def _days(start: dt.date, end: dt.date) -> int:
 
 def windows(mem: Memory, scope: Scope, *, entity: str, concept: str, cutoff: dt.datetime,
             unit: str = "USD") -> list[Window]:
-    """Every LTM window that can be built from what was public by the cutoff, latest first."""
-    values = _visible(mem, scope, entity, concept, unit, cutoff)
+    """Every LTM window that can be built from what was public by the cutoff, latest first
+    (a conflicted period is never an input: windows avoid it)."""
+    answers = mem.facts_as_of(scope, entity=entity, attribute=concept, cutoff=cutoff)
+    return built(_visible(answers, unit)[0])
+
+
+def built(values: dict[Span, FactVersion]) -> list[Window]:
+    """Every LTM window these duration values (by (start, end)) can build, latest first."""
     by_end: dict[dt.date, list[tuple[dt.date, FactVersion]]] = {}
     for (start, end), version in values.items():
         by_end.setdefault(end, []).append((start, version))
@@ -132,7 +146,12 @@ def ltm(mem: Memory, scope: Scope, *, entity: str, concept: str, cutoff: dt.date
         raise InputError(f"ltm({entity}, {concept})",
                          f"no LTM window can be built from what was public by {cutoff.isoformat()}"
                          + (f" ending {end}" if end else ""))
-    window = found[0]
+    return _record(mem, scope, entity, concept, unit, found[0], cutoff)
+
+
+def _record(mem: Memory, scope: Scope, entity: str, concept: str, unit: str, window: Window,
+            cutoff: dt.datetime) -> FactVersion:
+    """The window's LTM value, recorded as a derivation of its inputs (idempotent)."""
     return mem.derive(
         scope, method="ltm", method_version="1",
         params={"concept": concept, "formula": window.formula, "unit": unit},
@@ -141,6 +160,90 @@ def ltm(mem: Memory, scope: Scope, *, entity: str, concept: str, cutoff: dt.date
                       period=Period(start=window.start, end=window.end), value=window.value()),
         cutoff=cutoff,
     )
+
+
+LOOKBACK = dt.timedelta(days=730)  # screen_ltm without a frame: figures of the last two years
+INPUTS_BEFORE = dt.timedelta(days=380)  # how long before its end a window's inputs end
+
+
+def screen_ltm(mem: Memory, scope: Scope, *, concept: str, cutoff: dt.datetime, frame: str | None = None,
+               known_at: dt.datetime | None = None, entities: list[str] | None = None, unit: str = "USD",
+               sort: str = "entity") -> Screen:
+    """Every company's LTM value of ``concept`` using only what was public by ``cutoff``
+    (as recorded by ``known_at``), each window chosen per company as ``ltm`` does.
+
+    With ``frame`` (``CY2024Q3``; a year means its fourth quarter), the window whose last
+    day belongs to that quarter's end (``CY2024Q3I``: the quarter end nearest it, see
+    graphmem/screen.py), the nearest if several; without, each company's latest window
+    among its figures of the two years before the cutoff. Each value is recorded as a
+    derivation of its inputs, as ``ltm`` records it (again: nothing new), and is the
+    row's version; ``Screen.inputs`` lists the inputs. A company whose window would take
+    a conflicted figure is ``conflicted`` with that figure's candidates, never given a
+    window around it; one without a window is ``not_found``. The universe: ``entities``,
+    or every company with a figure of the concept in the span read (the frame's window
+    and the 380 days before it, or the two years before the cutoff).
+    """
+    end = _ltm_end(frame)
+    q = screening.make_query(attribute=concept, selection=end, cutoff=cutoff, known_at=known_at,
+                             entities=entities, unit=unit, definition="ltm", require=None,
+                             sort=sort)  # checks the arguments before any query
+    span = ((end.end_from - INPUTS_BEFORE, end.end_to) if end else (cutoff.date() - LOOKBACK, None))
+    answers = mem.facts_as_of(scope, attribute=concept, valid_from=span[0], valid_to=span[1],
+                              cutoff=cutoff, known_at=known_at)
+    by_entity: dict[str, list[Answer]] = {}
+    for a in answers:
+        by_entity.setdefault(a.entity, []).append(a)
+    universe = list(q.entities) if q.entities is not None else sorted(by_entity)
+    known = answers[0].known_at if answers else (known_at or mem.server_now())
+    rows, inputs = [], {}
+    for entity in universe:
+        answer, window = _ltm_answer(mem, scope, entity, q, end, by_entity.get(entity, []), known)
+        rows.append(answer)
+        if window is not None:
+            inputs[entity] = tuple(window.inputs.values())
+    unknown = [e for e in universe if e not in by_entity and mem.entity(scope, e) is None]
+    return Screen(attribute=concept, definition="ltm", unit=unit,
+                  frame=screening.Selection.frame(frame).label if frame else None, period=None,
+                  cutoff=cutoff, known_at=known, universe="entities" if entities is not None else "attribute",
+                  sort=sort, answers=tuple(screening.ordered(rows, sort)), unknown=tuple(sorted(unknown)),
+                  inputs=inputs)
+
+
+def _ltm_end(frame: str | None) -> screening.Selection | None:
+    """The instant frame an LTM window's last day must belong to (a year: its Q4)."""
+    if frame is None:
+        return None
+    parsed = screening.Selection.frame(frame)
+    if parsed.kind == "instant":
+        return parsed
+    quarter = (parsed.end.month - 1) // 3 + 1
+    return screening.Selection.frame(f"CY{parsed.end.year}Q{quarter}I")
+
+
+def _pick(found: list[Window], end: screening.Selection | None) -> Window | None:
+    if end is None:
+        return found[0] if found else None
+    fits = [w for w in found if end.matches(Period(end=w.end))]
+    return min(fits, key=lambda w: (end.distance(Period(end=w.end)), -w.end.toordinal()), default=None)
+
+
+def _ltm_answer(mem: Memory, scope: Scope, entity: str, q: screening.Query, end: screening.Selection | None,
+                answers: list[Answer], known: dt.datetime) -> tuple[Answer, Window | None]:
+    """One company's row: its recorded LTM value, the conflict in its way, or not_found."""
+    values, conflicted = _visible(answers, q.unit or "USD")
+    window = _pick(built(values), end)
+    # the window it would take if its conflicted figures could be used
+    would = _pick(built({**values, **{span: a.candidates[0] for span, a in conflicted.items()}}), end)
+    disputed = [conflicted[(v.period.start, v.period.end)] for v in (would.inputs.values() if would else ())
+                if (v.period.start, v.period.end) in conflicted]
+    base = {"entity": entity, "attribute": q.attribute, "cutoff": q.cutoff, "known_at": known}
+    if disputed:
+        return Answer(status="conflicted", candidates=tuple(c for a in disputed for c in a.candidates),
+                      **base), None
+    if window is None:
+        return Answer(status="not_found", **base), None
+    version = _record(mem, scope, entity, q.attribute, q.unit or "USD", window, q.cutoff)
+    return Answer(status="active", version=version, **base), window
 
 
 @dataclass(frozen=True)

@@ -25,29 +25,18 @@ import pytest
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 from model import Model
+from world import TX0, TxClock
 
 from graphmem import Authority, Entity, FactIn, Period, Scope, Source
 
 UTC = dt.UTC
 BASE = dt.datetime(2020, 1, 1, tzinfo=UTC)  # day 0 of the sources' publication times
-TX0 = dt.datetime(2025, 1, 1, tzinfo=UTC)  # each example's first transaction time
 FAR = dt.datetime(2100, 1, 1, tzinfo=UTC)  # a cutoff after everything, resolutions included
 ENTITY = "acme"
 ATTRIBUTES = ("revenue", "margin")  # two fact keys of one entity
 PERIOD = Period(end=dt.date(2024, 12, 31))
 AUTHORITIES = ("primary", "primary", "inference", "user_correction")  # equal ones meet
 PUBLISHERS = ("pub-a", "pub-b", "pub-c", None)  # None: the source is its own publisher
-
-
-class TxClock:
-    """Deterministic transaction time: TX0, TX0 + 1 s, ... from each ``reset``."""
-
-    def reset(self) -> None:
-        self.last = TX0 - dt.timedelta(seconds=1)
-
-    def __call__(self) -> dt.datetime:
-        self.last += dt.timedelta(seconds=1)
-        return self.last
 
 
 @pytest.fixture(scope="module")

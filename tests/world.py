@@ -22,6 +22,21 @@ ENTITIES = {
 }
 
 
+TX0 = dt.datetime(2025, 1, 1, tzinfo=UTC)  # a property test example's first transaction time
+
+
+class TxClock:
+    """Deterministic transaction time for property tests (``Memory(clock=...)``): TX0,
+    TX0 + 1 s, ... from each ``reset``, so the model knows every ``recorded_at``."""
+
+    def reset(self) -> None:
+        self.last = TX0 - dt.timedelta(seconds=1)
+
+    def __call__(self) -> dt.datetime:
+        self.last += dt.timedelta(seconds=1)
+        return self.last
+
+
 def t(text: str) -> dt.datetime:
     """A UTC instant from ``YYYY-MM-DD`` or ``YYYY-MM-DDTHH:MM``."""
     return dt.datetime.fromisoformat(text).replace(tzinfo=UTC)

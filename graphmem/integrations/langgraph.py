@@ -1,0 +1,558 @@
+"""graphmem as LangGraph's long-term memory: ``GraphmemStore`` implements
+``langgraph.store.base.BaseStore`` and keeps time, provenance and scope.
+
+Install with ``pip install graphmem[langgraph]``::
+
+    store = GraphmemStore(Memory.from_env(), tenant="acme")
+    graph = builder.compile(store=store)          # nodes get it as `store`
+    store.put(("memories", "alice"), "food", {"likes": "pizza"})
+    store.search(("memories", "alice"), query="pizza", filter={"likes": {"$ne": "kale"}})
+    past = store.as_of(cutoff=yesterday)          # the same interface, read-only, at that time
+
+**The mapping.** A store is fixed to one tenant when it is made; a namespace is a scope of
+that tenant, and an item is one fact key in it::
+
+    namespace ("memories", "alice") -> Scope(tenant, **scope, namespace="memories.alice")
+                                       (with labels=("kind", "user"): kind="memories", user="alice" too)
+    item (namespace, key, value)    -> fact  entity     "langgraph:memories.alice" (the namespace,
+                                                        recorded as an Entity of kind "namespace")
+                                             attribute  the key
+                                             value      the value as canonical JSON text
+                                                        (sorted keys, no spaces)
+                                             period     0001-01-01 (an item has no valid time)
+                                             definition "langgraph item (JSON)"
+
+Labels never contain a period (LangGraph refuses them), so the dotted path names a
+namespace exactly and two namespaces never share a scope.
+
+**Why a fact.** A fact key already has every semantics an item needs: each ``put`` is an
+immutable version evidenced by its own source (kind ``langgraph.put``, authority
+``primary``, publisher ``langgraph``, ``available_by`` = the put's transaction time), so a
+later put supersedes an earlier one (the same publisher, later) and history is kept; a
+put of the value the item already has adds evidence instead of a version. Because an
+item is public the moment it is recorded, the read rule at (cutoff, known_at) gives the
+store as it stood at any moment. ``delete`` invalidates every version of the key not yet
+invalidated, in one transaction: from then on the item is gone for every cutoff, and
+reads with ``known_at`` before the delete still see it (invalidating only the latest
+version would bring the one before it back). The namespace is a graphmem scope, so no
+read of one namespace sees another's items and a deployment's required scope keys fail
+closed; ``erase`` forgets a namespace's payloads, history included. The value is in
+graphmem's full-text index, so ``search`` is graphmem's search. An experience needs an
+observed outcome and validating evidence, and a task state has fixed fields and no
+invalidation: neither carries an arbitrary document. A new memory type would need a
+read rule of its own.
+
+**Reads.** The store reads the present with no publication cutoff at the read's own
+transaction time; ``as_of(cutoff=, known_at=)`` returns a read-only view at that moment
+(``known_at`` defaults to ``cutoff``: the store exactly as it stood then; pass
+``known_at=now`` for what was public by the cutoff with every later delete applied).
+``Item.created_at`` is when the item's current value was first put (its version's
+``available_by``), ``updated_at`` the latest put of that value (its latest evidence).
+
+**Search.** Without a query: every item under the prefix that passes the hard filters
+(scope, time, status), newest ``updated_at`` first (then namespace, key). With a query:
+graphmem's search (``match="any"``: plain words optional, identifiers required), best
+text score first; a query of stop words only is treated as no query. ``filter`` is then
+applied to the values (``{"field": value}`` for equality, or the operators ``$eq``,
+``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``; range operators compare two numbers, or
+two strings; a missing field matches only ``$ne``), and only then ``offset`` and
+``limit``. A prefix that covers several namespaces is searched namespace by namespace
+(one read each, after one read that lists them). ``SearchItem.score`` is the full-text
+score (None without a query).
+
+**Bounds** (checked before any query; InputError otherwise): at most 16 namespace labels
+of at most 256 characters; a key of 1 to 1,024 characters; a value of at most 256 KiB of
+JSON, nested at most 64 deep, with string keys and finite numbers; ``limit`` 1-1,000,
+``offset`` 0-100,000; a query of at most 1,000 characters, ranked over its best 1,000
+matches per namespace; at most 1,000 operations per batch. Tuples come back as lists,
+as from any JSON store.
+
+Differences from ``InMemoryStore``: ``list_namespaces`` lists only namespaces that hold
+an item (``InMemoryStore`` also lists those that were only read, or whose items were all
+deleted); listings are ordered by ``updated_at``, not by insertion; TTLs and vector
+indexes are not supported (``index`` is ignored: graphmem's full-text index covers the
+whole value).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import math
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+
+from .. import facts, lineage
+from ..db import Tx
+from ..errors import GraphmemError, InputError
+from ..memory import Memory
+from ..models import Answer, Authority, Entity, FactIn, FactVersion, Period, Scope, Source
+
+PERIOD = Period(end=dt.date(1, 1, 1))
+DEFINITION = "langgraph item (JSON)"
+ENTITY_PREFIX = "langgraph:"
+PUBLISHER = "langgraph"
+SOURCE_KIND = "langgraph.put"
+FAR = dt.datetime(9999, 12, 31, tzinfo=dt.UTC)  # the present: no publication cutoff
+
+MAX_LABELS, MAX_LABEL, MAX_KEY = 16, 256, 1024
+MAX_VALUE_BYTES, MAX_DEPTH = 256 * 1024, 64
+MAX_LIMIT, MAX_OFFSET, MAX_QUERY, MAX_BATCH = 1000, 100_000, 1000, 1000
+RANGE_OPERATORS = {"$gt": lambda a, b: a > b, "$gte": lambda a, b: a >= b,
+                   "$lt": lambda a, b: a < b, "$lte": lambda a, b: a <= b}
+
+
+class ConflictedItemError(GraphmemError):
+    """An item whose key reads as a conflict (only writes outside the store can make one):
+    the store never picks one value silently."""
+
+    def __init__(self, namespace: tuple[str, ...], key: str, version_ids: Sequence[str]):
+        super().__init__(f"item {namespace}/{key!r} is conflicted between versions "
+                         f"{', '.join(version_ids)}; resolve it with Memory.resolve")
+        self.version_ids = tuple(version_ids)
+
+
+class ItemVersion(NamedTuple):
+    """One stored version of an item, on both time axes (``GraphmemStore.history``)."""
+
+    namespace: tuple[str, ...]
+    key: str
+    value: dict[str, Any] | None  # None once erased
+    version_id: str
+    created_at: dt.datetime  # when this value was first put (available_by)
+    updated_at: dt.datetime  # the latest put of this value
+    recorded_at: dt.datetime
+    deleted_at: dt.datetime | None  # the invalidation that a delete recorded
+    erased: bool
+
+
+# ---------------------------------------------------------------- checks and encoding
+
+
+def _labels(namespace: Any, where: str, *, empty: bool) -> tuple[str, ...]:
+    if not isinstance(namespace, tuple | list):
+        raise InputError(where, f"a tuple of strings is required, got {type(namespace).__name__}")
+    if not namespace and not empty:
+        raise InputError(where, "a namespace has at least one label")
+    if len(namespace) > MAX_LABELS:
+        raise InputError(where, f"at most {MAX_LABELS} labels, got {len(namespace)}")
+    for label in namespace:
+        if not isinstance(label, str) or not label or "." in label or "\x00" in label:
+            raise InputError(where, f"label {label!r}: a non-empty string without '.' or NUL")
+        if len(label) > MAX_LABEL:
+            raise InputError(where, f"label of {len(label)} characters; at most {MAX_LABEL}")
+        _utf8(label, where)
+    return tuple(namespace)
+
+
+def _key(key: Any) -> str:
+    if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY:
+        raise InputError("key", f"a string of 1 to {MAX_KEY} characters is required")
+    _utf8(key, "key")
+    return key
+
+
+def _check_json(value: Any, where: str, depth: int = 0) -> None:
+    """Refuse what would not come back equal from JSON: non-string keys, non-finite
+    numbers, other types."""
+    if depth > MAX_DEPTH:
+        raise InputError(where, f"nested deeper than {MAX_DEPTH}")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise InputError(where, f"key {k!r}: object keys must be strings")
+            _check_json(v, f"{where}[{k!r}]", depth + 1)
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            _check_json(v, f"{where}[{i}]", depth + 1)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise InputError(where, "numbers must be finite")
+    elif not (value is None or isinstance(value, str | int | float)):
+        raise InputError(where, f"{type(value).__name__} is not a JSON value")
+
+
+def encode(value: Any) -> str:
+    """An item's value as canonical JSON text: equal values give equal text."""
+    if not isinstance(value, Mapping):
+        raise InputError("value", f"a mapping is required, got {type(value).__name__}")
+    value = dict(value)
+    _check_json(value, "value")
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)
+    size = len(_utf8(text, "value"))
+    if size > MAX_VALUE_BYTES:
+        raise InputError("value", f"{size} bytes of JSON; at most {MAX_VALUE_BYTES}")
+    return text
+
+
+def _utf8(text: str, where: str) -> bytes:
+    try:
+        return text.encode()
+    except UnicodeEncodeError as exc:
+        raise InputError(where, "not valid Unicode (a lone surrogate)") from exc
+
+
+def _page(limit: Any, offset: Any) -> None:
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        raise InputError("limit", f"an integer from 1 to {MAX_LIMIT} is required")
+    if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= MAX_OFFSET:
+        raise InputError("offset", f"an integer from 0 to {MAX_OFFSET} is required")
+
+
+# ---------------------------------------------------------------- filters
+
+
+def _check_filter(flt: Any) -> None:
+    if flt is None:
+        return
+    if not isinstance(flt, Mapping):
+        raise InputError("filter", "a mapping of value fields to values or operators")
+    for field, cond in flt.items():
+        if isinstance(cond, Mapping) and any(str(k).startswith("$") for k in cond):
+            bad = [k for k in cond if k not in ("$eq", "$ne", *RANGE_OPERATORS)]
+            if bad:
+                raise InputError(f"filter[{field!r}]", f"unknown operator {bad[0]!r}; use $eq, $ne, "
+                                                       "$gt, $gte, $lt or $lte")
+
+
+def _ordered(a: Any, b: Any) -> bool:
+    """Two numbers (not booleans), or two strings: the values a range operator compares."""
+    numbers = (isinstance(a, int | float) and not isinstance(a, bool)
+               and isinstance(b, int | float) and not isinstance(b, bool))
+    return numbers or (isinstance(a, str) and isinstance(b, str))
+
+
+def _holds(value: Any, cond: Any) -> bool:
+    """One field's condition, as LangGraph's stores define it (nested objects compare
+    field by field, lists element by element)."""
+    if isinstance(cond, Mapping):
+        if any(str(k).startswith("$") for k in cond):
+            return all(
+                (value == operand if op == "$eq" else value != operand if op == "$ne"
+                 else _ordered(value, operand) and RANGE_OPERATORS[op](value, operand))
+                for op, operand in cond.items())
+        return isinstance(value, Mapping) and all(_holds(value.get(k), c) for k, c in cond.items())
+    if isinstance(cond, list | tuple):
+        return (isinstance(value, list | tuple) and len(value) == len(cond)
+                and all(_holds(v, c) for v, c in zip(value, cond, strict=True)))
+    return value == cond
+
+
+def matches(value: Mapping[str, Any], flt: Mapping[str, Any] | None) -> bool:
+    """Whether an item's value passes a search's ``filter``."""
+    return not flt or all(_holds(value.get(field), cond) for field, cond in flt.items())
+
+
+def _namespace_matches(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    part = namespace[:len(path)] if condition.match_type == "prefix" else namespace[-len(path):]
+    return all(p in ("*", n) for n, p in zip(part, path, strict=True)) if path else True
+
+
+# ---------------------------------------------------------------- the store
+
+
+class GraphmemStore(BaseStore):
+    """A LangGraph ``BaseStore`` on graphmem (see the module docstring for the mapping).
+
+    ``tenant`` is fixed for the store's life; ``scope`` adds fixed scope keys to every
+    namespace's scope; ``labels`` names the leading namespace labels as scope keys too
+    (a namespace with fewer labels is refused), so a deployment that requires a scope key
+    (``Memory(required_scope=("user",))``) gets it from the namespace.
+    """
+
+    def __init__(self, memory: Memory, *, tenant: str, scope: Mapping[str, str] | None = None,
+                 labels: Sequence[str] = ()):
+        fixed = dict(scope or {})
+        reserved = {"tenant", "namespace"}
+        clash = (reserved | set(labels)) & set(fixed) or reserved & set(labels)
+        if clash or len(set(labels)) != len(labels):
+            raise InputError("scope", f"scope keys and labels must be distinct and not "
+                                      f"'tenant' or 'namespace'; got {sorted(clash) or list(labels)}")
+        try:
+            Scope(tenant=tenant, **fixed)
+        except ValueError as exc:
+            raise InputError("tenant", str(exc)) from exc
+        self._mem, self._tenant, self._fixed, self._names = memory, tenant, fixed, tuple(labels)
+        self._cutoff: dt.datetime | None = None
+        self._known_at: dt.datetime | None = None
+
+    # ------------------------------------------------------------ time
+
+    @property
+    def read_only(self) -> bool:
+        """True for a view made by :meth:`as_of`."""
+        return self._cutoff is not None
+
+    def as_of(self, *, cutoff: dt.datetime, known_at: dt.datetime | None = None) -> GraphmemStore:
+        """A read-only view of this store at ``cutoff`` as recorded by ``known_at``
+        (default: ``cutoff``, the store exactly as it stood then)."""
+        for name, value in (("cutoff", cutoff), ("known_at", known_at)):
+            if value is not None and (not isinstance(value, dt.datetime) or value.tzinfo is None):
+                raise InputError(name, "a timezone-aware datetime is required")
+        view = GraphmemStore(self._mem, tenant=self._tenant, scope=self._fixed, labels=self._names)
+        view._cutoff = cutoff.astimezone(dt.UTC)
+        view._known_at = (known_at or cutoff).astimezone(dt.UTC)
+        return view
+
+    # ------------------------------------------------------------ mapping
+
+    def scope_of(self, namespace: tuple[str, ...]) -> Scope:
+        """The graphmem scope a namespace maps to (checked against the memory's required keys)."""
+        namespace = _labels(namespace, "namespace", empty=False)
+        if len(namespace) < len(self._names):
+            raise InputError("namespace", f"{namespace} has fewer labels than the store names: "
+                                          f"{', '.join(self._names)}")
+        named = dict(zip(self._names, namespace, strict=False))
+        return self._mem.scope(Scope(tenant=self._tenant, **self._fixed, **named,
+                                     namespace=".".join(namespace)))
+
+    @staticmethod
+    def _entity(namespace: tuple[str, ...]) -> str:
+        return ENTITY_PREFIX + ".".join(namespace)
+
+    # ------------------------------------------------------------ BaseStore
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run operations in order: reads first see the state before this batch's writes
+        (as in LangGraph's own stores); all writes then commit in ONE transaction, the
+        last write to an item winning."""
+        ops = list(ops)
+        if len(ops) > MAX_BATCH:
+            raise InputError("ops", f"at most {MAX_BATCH} operations per batch, got {len(ops)}")
+        writes: dict[tuple[tuple[str, ...], str], tuple[Scope, str, str | None]] = {}
+        for op in ops:  # every check before any query
+            if isinstance(op, PutOp):
+                if self.read_only:
+                    raise InputError("put", f"read-only view as of {self._cutoff.isoformat()}: "
+                                            "write through the store itself")
+                if op.namespace and op.namespace[0] == "langgraph":
+                    raise InputError("namespace", "the root label 'langgraph' is reserved")
+                key = _key(op.key)
+                text = None if op.value is None else encode(op.value)
+                writes.pop((tuple(op.namespace), key), None)  # the last write goes last
+                writes[(tuple(op.namespace), key)] = (self.scope_of(op.namespace), key, text)
+            elif isinstance(op, GetOp):
+                self.scope_of(op.namespace)
+                _key(op.key)
+            elif isinstance(op, SearchOp):
+                _labels(op.namespace_prefix, "namespace_prefix", empty=True)
+                _page(op.limit, op.offset)
+                _check_filter(op.filter)
+                if op.query is not None and (not isinstance(op.query, str) or len(op.query) > MAX_QUERY):
+                    raise InputError("query", f"a string of at most {MAX_QUERY} characters")
+            elif isinstance(op, ListNamespacesOp):
+                _page(op.limit, op.offset)
+            else:
+                raise InputError("ops", f"unknown operation {type(op).__name__}")
+        results = [None if isinstance(op, PutOp) else self._read(op) for op in ops]
+        if writes:
+            self._write(list(writes.values()))
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """``batch`` on a worker thread (the driver is synchronous)."""
+        ops = list(ops)
+        return await asyncio.to_thread(self.batch, ops)
+
+    def _read(self, op: Op) -> Result:
+        if isinstance(op, GetOp):
+            return self._get(tuple(op.namespace), op.key)
+        if isinstance(op, SearchOp):
+            return self._search(op)
+        assert isinstance(op, ListNamespacesOp)
+        return self._list_namespaces(op)
+
+    # ------------------------------------------------------------ reads
+
+    def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
+        answer = self._mem.as_of(self.scope_of(namespace), entity=self._entity(namespace),
+                                 attribute=key, period=PERIOD, unit="", definition=DEFINITION,
+                                 cutoff=self._cutoff or FAR, known_at=self._known_at)
+        return _item(namespace, key, answer)
+
+    def _namespaces(self, prefix: tuple[str, ...], *, live: bool = True) -> list[tuple[str, ...]]:
+        """The namespaces under a literal prefix that hold an item now (or at the view's
+        time); with ``live=False``, every one that ever held one."""
+        params = {"tenant": self._tenant, "prefix": self._entity(prefix), "definition": DEFINITION,
+                  "period": PERIOD.text}
+        if live:
+            rows = self._mem.db.read_all("langgraph.namespaces", **params,
+                                         times=[self._cutoff or FAR, self._known_at])
+        else:
+            rows = self._mem.db.read_all("langgraph.namespaces_ever", **params)
+        found = []
+        for row in rows:
+            namespace = tuple(row["entity"].removeprefix(ENTITY_PREFIX).split("."))
+            if namespace[:len(prefix)] != prefix:  # "a.bc" starts with "a.b" too
+                continue
+            try:
+                if self.scope_of(namespace).id == row["scope"]:  # this store's mapping
+                    found.append(namespace)
+            except InputError:  # a namespace another mapping wrote
+                continue
+        return found
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        prefix = tuple(op.namespace_prefix)
+        namespaces = self._namespaces(prefix, live=False)  # each read below applies the rule
+        # without a filter the page needs only each namespace's best offset + limit hits
+        depth = MAX_LIMIT if op.filter else min(MAX_LIMIT, op.offset + op.limit)
+        found = self._ranked(namespaces, op.query, depth) if op.query else None
+        if found is None:
+            found = [item for ns in namespaces for item in self._listed(ns)]
+            found.sort(key=lambda i: (-i.updated_at.timestamp(), i.namespace, i.key))
+        kept = [item for item in found if matches(item.value, op.filter)]
+        return kept[op.offset:op.offset + op.limit]
+
+    def _listed(self, namespace: tuple[str, ...]) -> list[SearchItem]:
+        answers = self._mem.facts_as_of(self.scope_of(namespace), entity=self._entity(namespace),
+                                        cutoff=self._cutoff or FAR, known_at=self._known_at)
+        return [_item(namespace, a.attribute, a, search=True) for a in answers if _ours(a)]
+
+    def _ranked(self, namespaces: list[tuple[str, ...]], query: str, depth: int
+                ) -> list[SearchItem] | None:
+        """Query hits of every namespace, best text score first; None if the query has
+        nothing searchable (stop words only)."""
+        found = []
+        for namespace in namespaces:
+            try:
+                result = self._mem.search(
+                    self.scope_of(namespace), text=query, types=("fact",),
+                    entity=self._entity(namespace), cutoff=self._cutoff, known_at=self._known_at,
+                    limit=depth, match="any")
+            except InputError as exc:
+                if exc.where == "text":
+                    return None
+                raise
+            found += [_item(namespace, h.answer.attribute, h.answer, search=True, score=h.rank.text_score)
+                      for h in result.hits if h.answer is not None and _ours(h.answer)]
+        found.sort(key=lambda i: (-(i.score or 0.0), -i.updated_at.timestamp(), i.namespace, i.key))
+        return found
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        conditions = tuple(op.match_conditions or ())
+        literal: tuple[str, ...] = ()
+        for c in conditions:
+            _labels([p for p in c.path if p != "*"], "match_conditions", empty=True)
+            if c.match_type == "prefix":
+                literal = tuple(c.path[:c.path.index("*")] if "*" in c.path else c.path)
+        namespaces = [ns for ns in self._namespaces(literal)
+                      if all(_namespace_matches(ns, c) for c in conditions)]
+        if op.max_depth is not None:
+            namespaces = list({ns[:op.max_depth] for ns in namespaces})
+        return sorted(namespaces)[op.offset:op.offset + op.limit]
+
+    def history(self, namespace: tuple[str, ...], key: str) -> list[ItemVersion]:
+        """Every version an item ever had, oldest first, with both time axes and deletes."""
+        versions = self._mem.history(self.scope_of(namespace), entity=self._entity(namespace),
+                                     attribute=_key(key), period=PERIOD)
+        return [_version(namespace, key, v) for v in versions if v.definition == DEFINITION]
+
+    # ------------------------------------------------------------ writes
+
+    def _write(self, writes: list[tuple[Scope, str, str | None]]) -> None:
+        """All of a batch's puts and deletes in one write transaction.
+
+        Source ids are chosen once per batch, outside the transaction: a retry after a
+        commit whose acknowledgement was lost finds its first put's source and records
+        nothing twice."""
+        batch = uuid.uuid4().hex
+        sources = [f"langgraph-put:{batch}:{i}" for i in range(len(writes))]
+
+        def work(tx: Tx, at: Any) -> None:
+            puts = [(w, s) for w, s in zip(writes, sources, strict=True) if w[2] is not None]
+            if puts and tx.run("source.get_many", uids=[facts.source_uid(puts[0][0][0], puts[0][1])],
+                               **facts.scope_params(puts[0][0][0])):
+                return  # this batch already committed
+            for (scope, key, text), source_id in zip(writes, sources, strict=True):
+                if text is None:
+                    self._delete(tx, scope, key, at)
+                else:
+                    self._put(tx, scope, key, text, source_id, at)
+
+        self._mem.write(writes[0][0], "langgraph.batch", work)
+
+    def _put(self, tx: Tx, scope: Scope, key: str, text: str, source_id: str, at: Any) -> None:
+        namespace = tuple(scope.keys()["namespace"].split("."))
+        entity = self._entity(namespace)
+        facts.put_entity(tx, scope, Entity(id=entity, name=" / ".join(namespace), kind="namespace"), at)
+        facts.record_source(tx, scope, Source(id=source_id, kind=SOURCE_KIND, authority=Authority.PRIMARY,
+                                              publisher=PUBLISHER, available_by=facts.native(at)), at)
+        facts.write_facts(tx, scope, [FactIn(entity=entity, attribute=key, value=text, period=PERIOD,
+                                             definition=DEFINITION, sources=(source_id,))], at)
+
+    def _delete(self, tx: Tx, scope: Scope, key: str, at: Any) -> None:
+        namespace = tuple(scope.keys()["namespace"].split("."))
+        rows = tx.run("fact.history", entity=self._entity(namespace), attribute=key,
+                      period=PERIOD.text, **facts.scope_params(scope))
+        if rows:
+            lineage.invalidate(tx, scope, [r["version_id"] for r in rows],
+                               reason="deleted through the LangGraph store", by=PUBLISHER, at=at)
+
+    def erase(self, namespace: tuple[str, ...], *, reason: str) -> int:
+        """Forget a namespace: every item's payload, history included (graphmem's erase of
+        the namespace's entity); returns how many versions were erased. An erased
+        namespace takes no new puts: graphmem never brings an erased entity back."""
+        if self.read_only:
+            raise InputError("erase", "read-only view: erase through the store itself")
+        return self._mem.erase(self.scope_of(namespace), entity=self._entity(tuple(namespace)),
+                               reason=reason, by=PUBLISHER)
+
+
+# ---------------------------------------------------------------- answers to items
+
+
+def _ours(answer: Answer) -> bool:
+    """A key the store wrote (a scope may hold other facts written through Memory)."""
+    v = answer.version or answer.candidates[0]
+    return v.definition == DEFINITION and v.period == PERIOD and v.unit == ""
+
+
+def _times(v: FactVersion) -> tuple[dt.datetime, dt.datetime]:
+    """created_at: when the value was first put; updated_at: its latest put."""
+    return v.available_by, max((e.available_by for e in v.sources), default=v.available_by)
+
+
+def _item(namespace: tuple[str, ...], key: str, answer: Answer, *, search: bool = False,
+          score: float | None = None) -> Any:
+    """The Item (a SearchItem for a search) an answer gives; None when not found."""
+    if answer.status == "not_found":
+        return None
+    if answer.status == "conflicted":
+        raise ConflictedItemError(namespace, key, [v.version_id for v in answer.candidates])
+    v = answer.version
+    assert v is not None and isinstance(v.value, str)
+    created, updated = _times(v)
+    if search:
+        return SearchItem(namespace=namespace, key=key, value=json.loads(v.value),
+                          created_at=created, updated_at=updated, score=score)
+    return Item(value=json.loads(v.value), key=key, namespace=namespace, created_at=created,
+                updated_at=updated)
+
+
+def _version(namespace: tuple[str, ...], key: str, v: FactVersion) -> ItemVersion:
+    created, updated = _times(v)
+    deleted = [x.recorded_at for x in v.lifecycle if x.kind == "invalidated"]
+    return ItemVersion(namespace=namespace, key=key,
+                       value=json.loads(v.value) if isinstance(v.value, str) else None,
+                       version_id=v.version_id, created_at=created, updated_at=updated,
+                       recorded_at=v.recorded_at, deleted_at=min(deleted, default=None),
+                       erased=v.erased)

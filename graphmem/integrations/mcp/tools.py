@@ -1,0 +1,570 @@
+"""The MCP tools: graphmem's public API, one tool per call an agent needs.
+
+Each tool asks the server's :class:`~.access.Access` who is calling (the scope is never
+an argument), calls :class:`graphmem.Memory`, and returns the structured result of
+:mod:`.results` with a short text to quote. graphmem's errors come back as MCP tool
+errors (``is_error``) with the API's own message and type; a transient database fault
+is retried inside ``Memory`` by its retry policy first, and only one that outlasts the
+policy is reported.
+
+Which tools a server offers depends on its grants: reads always; context and writes
+unless ``--read-only``; ``approve`` / ``reject`` with ``--allow-review``; ``invalidate``,
+``retract_source`` and ``erase`` with ``--allow-admin``. Annotations say truthfully what
+each does: read-only, additive or destructive, idempotent or not.
+
+(No ``from __future__ import annotations`` here: the SDK reads each tool's parameter
+and return annotations to build its input and output schemas.)
+"""
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from neo4j.exceptions import DriverError, Neo4jError
+from pydantic import BaseModel, Field, ValidationError
+
+from ...cli import _when
+from ...errors import GraphmemError, InputError
+from ...memory import Memory
+from ...models import (
+    Authority,
+    Entity,
+    Experience,
+    ExperienceIn,
+    FactIn,
+    Period,
+    Rank,
+    Require,
+    SearchHit,
+    Source,
+    TaskStateIn,
+    TraceResult,
+)
+from . import results as r
+from .access import Access, Caller
+
+# ---------------------------------------------------------------- bounds and argument types
+# Every argument has a bound the SDK checks (JSON schema) before the tool runs.
+
+MAX_TEXT, MAX_IDS, MAX_BUDGET = 4000, 200, 100_000
+Id = Annotated[str, Field(min_length=1, max_length=1024)]
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
+Ids = Annotated[list[Id], Field(max_length=MAX_IDS)]
+When = Annotated[str | None, Field(max_length=40, description=(
+    "ISO 8601 date or datetime. A date means the end of that day (UTC); a datetime without "
+    "a zone is UTC."))]
+Cutoff = Annotated[str | None, Field(max_length=40, description=(
+    "Publication cutoff: only what was public by then (ISO date or datetime; a date means the "
+    "end of that day UTC). Default: now."))]
+KnownAt = Annotated[str | None, Field(max_length=40, description=(
+    "Transaction time: as graphmem had recorded it by then (ISO). Default: now. Earlier "
+    "values show what was known before later corrections."))]
+Day = Annotated[dt.date | None, Field(description="ISO date, e.g. 2024-03-31")]
+Limit = Annotated[int, Field(ge=1, le=100)]
+MinAuthority = Annotated[Authority | None, Field(description=(
+    "Only facts backed by a source of at least this authority "
+    "(user_correction > primary > derived > inference)."))]
+
+
+def _period(end: dt.date | None, start: dt.date | None) -> Period | None:
+    if end is None:
+        if start is not None:
+            raise InputError("period_start", "give period_end too")
+        return None
+    try:
+        return Period(start=start, end=end)
+    except ValidationError as exc:
+        raise InputError("period_start", exc.errors()[0]["msg"]) from exc
+
+
+def _require(min_authority: Authority | None) -> Require | None:
+    return Require(min_authority=min_authority) if min_authority else None
+
+
+# ---------------------------------------------------------------- running a tool
+
+
+@dataclass(frozen=True)
+class Grants:
+    """What a server may do beyond reading: set on its command line."""
+
+    read_only: bool = False
+    allow_review: bool = False
+    allow_admin: bool = False
+
+    def __post_init__(self) -> None:
+        if self.read_only and (self.allow_review or self.allow_admin):
+            raise InputError("--read-only", "cannot be combined with --allow-review or --allow-admin")
+
+    def allows(self, kind: str) -> bool:
+        return {"read": True, "write": not self.read_only, "review": self.allow_review,
+                "admin": self.allow_admin}[kind]
+
+
+READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                      open_world_hint=False)
+ADDITIVE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                           open_world_hint=False)
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
+                              open_world_hint=False)
+# (build_context and erase record something new on every call: not idempotent)
+
+
+def _result(out: BaseModel, text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content=out.model_dump(mode="json"))
+
+
+def _error(exc: Exception) -> CallToolResult:
+    if isinstance(exc, (Neo4jError, DriverError)):  # outlasted the retry policy
+        out = r.ErrorOut(type="DatabaseUnavailable",
+                         message=f"the database did not answer after retries: {exc}")
+    else:
+        out = r.ErrorOut(type=type(exc).__name__, message=str(exc), where=getattr(exc, "where", None),
+                         reason=getattr(exc, "reason", None))
+    return CallToolResult(content=[TextContent(type="text", text=f"{out.type}: {out.message}")],
+                          structured_content=out.model_dump(mode="json"), is_error=True)
+
+
+def _run(access: Access, ctx: Context, work: Callable[[Caller], tuple[BaseModel, str]]) -> CallToolResult:
+    """Resolve the caller, run the work, and turn graphmem's errors into tool errors."""
+    try:
+        out, text = work(access.caller(ctx))
+    except ValidationError as exc:  # a model refused an argument: the API's InputError
+        first = exc.errors()[0]
+        return _error(InputError(".".join(str(p) for p in first["loc"]) or "input", first["msg"]))
+    except (GraphmemError, Neo4jError, DriverError) as exc:
+        return _error(exc)
+    return _result(out, text)
+
+
+def _value(value: str | int | float | bool, value_type: str | None) -> Any:
+    """A tool's fact value in graphmem's typed form (JSON numbers become exact decimals)."""
+    kind = value_type or ("boolean" if isinstance(value, bool) else
+                          "decimal" if isinstance(value, int | float) else "text")
+    try:
+        if kind == "decimal":
+            return Decimal(str(value))
+        if kind == "boolean":
+            if isinstance(value, bool) or value in ("true", "false"):
+                return value is True or value == "true"
+            raise ValueError("true or false")
+        if kind == "date":
+            return dt.date.fromisoformat(str(value))
+    except (InvalidOperation, ValueError) as exc:
+        raise InputError("value", f"not a {kind}: {value!r}") from exc
+    return str(value)
+
+
+# ---------------------------------------------------------------- the tools
+
+
+def register(server: MCPServer, memory: Memory, access: Access, grants: Grants) -> list[str]:
+    """Add the tools the grants allow to ``server``; return their names."""
+    added: list[str] = []
+
+    def tool(kind: str, annotations: ToolAnnotations, title: str) -> Callable[[Callable], Callable]:
+        def add(fn: Callable) -> Callable:
+            if grants.allows(kind):
+                server.add_tool(fn, title=title,
+                                annotations=annotations.model_copy(update={"title": title}))
+                added.append(fn.__name__)
+            return fn
+        return add
+
+    def now(cutoff: str | None) -> dt.datetime:
+        return _when(cutoff, "cutoff") or memory.server_now()
+
+    # ------------------------------------------------------------ reads
+
+    @tool("read", READ, "Fact as of a time")
+    def as_of(entity: Id, attribute: Id, ctx: Context, period_end: Day = None,
+              period_start: Day = None, cutoff: Cutoff = None, known_at: KnownAt = None,
+              unit: Annotated[str | None, Field(max_length=256)] = None,
+              min_authority: MinAuthority = None) -> Annotated[CallToolResult, r.AnswerOut]:
+        """What the memory says about an entity's attribute, using only what was public by
+        `cutoff` as graphmem had recorded it by `known_at` (both default to now). Without a
+        period: the latest period that has an answer. Status `active` gives the value with its
+        sources and three times; `conflicted` lists every disagreeing value (do not pick one:
+        report the conflict); `not_found` means nothing live. `explain` counts what each filter
+        removed (superseded, invalidated, cutoff, ...)."""
+        def work(c: Caller) -> tuple[BaseModel, str]:
+            out = r.answer(memory.as_of(
+                c.scope, entity=entity, attribute=attribute, period=_period(period_end, period_start),
+                cutoff=now(cutoff), known_at=_when(known_at, "known_at"), unit=unit,
+                require=_require(min_authority)))
+            return out, r.answer_text(out)
+        return _run(access, ctx, work)
+
+    @tool("read", READ, "Facts in a valid-time range")
+    def facts(ctx: Context, entity: Id | None = None, attribute: Id | None = None,
+              valid_from: Day = None, valid_to: Day = None, cutoff: Cutoff = None,
+              known_at: KnownAt = None, min_authority: MinAuthority = None,
+              limit: Annotated[int, Field(ge=1, le=500)] = 50) -> Annotated[CallToolResult, r.AnswersOut]:
+        """Every fact of an entity (all attributes), or of an attribute (all entities), or of
+        both, whose period ends between `valid_from` and `valid_to`, each answered as of
+        (`cutoff`, `known_at`) like `as_of`. Give `entity` or `attribute` (or both). Sorted by
+        period end; at most `limit` answers."""
+        def work(c: Caller) -> tuple[BaseModel, str]:
+            if entity is None and attribute is None:
+                raise InputError("entity", "give entity or attribute (or both)")
+            found = memory.facts_as_of(c.scope, entity=entity, attribute=attribute,
+                                       valid_from=valid_from, valid_to=valid_to, cutoff=now(cutoff),
+                                       known_at=_when(known_at, "known_at"),
+                                       require=_require(min_authority))
+            out = r.AnswersOut(answers=[r.answer(a) for a in found[:limit]], total=len(found),
+                               truncated=len(found) > limit)
+            return out, r.answers_text(out)
+        return _run(access, ctx, work)
+
+    @tool("read", READ, "Screen every company at a cutoff")
+    def screen(attribute: Id, ctx: Context,
+               frame: Annotated[str | None, Field(max_length=12, description=(
+                   "Calendar frame: CY2024 (a year), CY2024Q3 (a quarter), CY2024Q3I (the instant "
+                   "ending the quarter). Give a frame or a period."))] = None,
+               period_end: Day = None, period_start: Day = None, cutoff: Cutoff = None,
+               known_at: KnownAt = None, entities: Ids | None = None,
+               unit: Annotated[str | None, Field(max_length=256)] = None,
+               min_authority: MinAuthority = None,
+               sort: Literal["entity", "value", "-value"] = "entity",
+               limit: Annotated[int, Field(ge=1, le=500)] = 100) -> Annotated[CallToolResult, r.ScreenOut]:
+        """Every entity's value of one attribute for a calendar frame or an exact period,
+        using only what was public by `cutoff` as recorded by `known_at` (no look-ahead): one
+        answer per entity, like `as_of`. Entities that are conflicted or have nothing public
+        are listed as such, never dropped. Without `entities`, the universe is every entity
+        that had made the attribute public by the cutoff. A fiscal period is matched to the
+        calendar frame it best fits (a quarter of 91 +/- 30 days, a year of 365 +/- 30)."""
+        def work(c: Caller) -> tuple[BaseModel, str]:
+            found = memory.screen(c.scope, attribute=attribute, frame=frame,
+                                  period=_period(period_end, period_start), cutoff=now(cutoff),
+                                  known_at=_when(known_at, "known_at"), entities=entities, unit=unit,
+                                  require=_require(min_authority), sort=sort)
+            out = r.screen(found, limit)
+            return out, r.screen_text(out)
+        return _run(access, ctx, work)
+
+    @tool("read", READ, "History of a fact")
+    def history(entity: Id, attribute: Id, ctx: Context, period_end: Day = None,
+                period_start: Day = None,
+                limit: Annotated[int, Field(ge=1, le=1000)] = 100) -> Annotated[CallToolResult, r.HistoryOut]:
+        """Every version of a fact (all periods unless one is given), oldest first, with both
+        time axes (available_by: public; recorded_at: stored), evidence and what happened to
+        each version later (invalidated, retracted, resolved, erased)."""
+        def work(c: Caller) -> tuple[BaseModel, str]:
+            found = memory.history(c.scope, entity=entity, attribute=attribute,
+                                   period=_period(period_end, period_start))
+            out = r.HistoryOut(versions=[r.fact(v) for v in found[:limit]], total=len(found),
+                               truncated=len(found) > limit)
+            return out, r.history_text(out)
+        return _run(access, ctx, work)
+
+    @tool("read", READ, "Search memory")
+    def search(ctx: Context, text: Annotated[str | None, Field(max_length=1000)] = None,
+               types: list[Literal["fact", "experience", "task_state"]] | None = None,
+               entity: Id | None = None, task_id: Id | None = None, cutoff: Cutoff = None,
+               known_at: KnownAt = None, min_authority: MinAuthority = None, limit: Limit = 10,
+               match: Literal["all", "any"] = "all") -> Annotated[CallToolResult, r.SearchOut]:
+        """Full-text search over facts, experiences and task states, with every hard filter
+        (scope, type, entity, time, status, evidence) applied before ranking and the limit.
+        Identifiers (codes, tickers, accession numbers) must match exactly; with
+        match="all" every word is required, "any" makes plain words optional. Ranked by
+        authority, then text score, then recency. A fact hit is what `as_of` would answer."""
+        def work(c: Caller) -> tuple[BaseModel, str]:
+            out = r.search(memory.search(c.scope, text=text, types=types, entity=entity,
+                                         task_id=task_id, cutoff=_when(cutoff, "cutoff"),
+                                         known_at=_when(known_at, "known_at"),
+                                         require=_require(min_authority), limit=limit, match=match))
+            return out, r.search_text(out)
+        return _run(access, ctx, work)
+
+    @tool("read", READ, "Lineage of a fact version")
+    def lineage(version_id: Id, ctx: Context,
+                direction: Literal["upstream", "downstream"] = "upstream",
+                max_depth: Annotated[int | None, Field(ge=1, le=50)] = None
+                ) -> Annotated[CallToolResult, r.LineageOut]:
+        """The derivation graph of a fact version as JSON nodes and edges (edges point from
+        input to output): `upstream` for where it came from, `downstream` for what was built
+        on it."""
+        def work(c: Caller) -> tuple[BaseModel, str]:
+            graph = memory.lineage(c.scope, version_id, direction, max_depth)
+            out = r.lineage(graph, version_id, direction)
+            edges = "\n".join(f"  {e['source']} -> {e['target']}" for e in out.edges)
+            return out, f"lineage {direction} of {version_id}: {out.total_nodes} node(s)\n{edges}"
+        return _run(access, ctx, work)
+
+    @tool("read", READ, "Impact of a source or version")
+    def impact(ctx: Context, source_id: Id | None = None, version_id: Id | None = None,
+               max_depth: Annotated[int | None, Field(ge=1, le=50)] = None
+               ) -> Annotated[CallToolResult, r.ImpactOut]:
+        """What lies downstream of a source (as if it were withdrawn) or of a fact version (as
+        if it were invalid): every affected fact and derivation with depth and reason
+        (invalid / stale / survives), and the order to recompute them in. Changes nothing."""
+        def work(c: Caller) -> tuple[BaseModel, str]:
+            out = r.impact(memory.impact(c.scope, source_id=source_id, version_id=version_id,
+                                         max_depth=max_depth))
+            return out, r.impact_text(out)
+        return _run(access, ctx, work)
+
+    @tool("read", READ, "Trace a memory through a context")
+    def trace(snapshot_id: Id, ctx: Context, memory_id: Id | None = None, entity: Id | None = None,
+              attribute: Id | None = None, period_end: Day = None,
+              period_start: Day = None) -> Annotated[CallToolResult, TraceResult]:
+        """What happened to a memory (or every version of a fact) on its way into the context
+        snapshot `snapshot_id` (from `build_context`): included, cut for the budget, not
+        considered, filtered (by which filter), a candidate only, not found by the search, or
+        not stored. Give `memory_id`, or `entity` and `attribute`."""
+        def work(c: Caller) -> tuple[BaseModel, str]:
+            out = memory.trace(c.scope, snapshot_id, memory_id, entity=entity, attribute=attribute,
+                               period=_period(period_end, period_start))
+            return out, "\n".join([f"trace in {snapshot_id}: {out.outcome.upper()}",
+                                   *(f"  {s.memory_id}: {s.outcome} - {s.detail}" for s in out.steps)])
+        return _run(access, ctx, work)
+
+    @tool("read", READ, "Candidates awaiting review")
+    def candidates(ctx: Context, status: Literal["pending", "approved", "rejected", "all"] = "pending"
+                   ) -> Annotated[CallToolResult, r.CandidatesOut]:
+        """Writes that failed their gate (no source, unrecorded entity, no observed outcome,
+        ...), kept for review with their reasons; never live until approved."""
+        def work(c: Caller) -> tuple[BaseModel, str]:
+            found = memory.candidates(c.scope, status=None if status == "all" else status)
+            out = r.CandidatesOut(candidates=found[:MAX_IDS])
+            lines = [f"{x.id} {x.type} {x.status}: {'; '.join(x.reasons)}" for x in out.candidates]
+            return out, "\n".join(lines) or f"no {status} candidates"
+        return _run(access, ctx, work)
+
+    # ------------------------------------------------------------ context
+
+    @tool("write", ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                   idempotent_hint=False, open_world_hint=False), "Build a context")
+    def build_context(task_id: Id, ctx: Context,
+                      token_budget: Annotated[int, Field(ge=1, le=MAX_BUDGET)] = 2000,
+                      text: Annotated[str | None, Field(max_length=1000)] = None,
+                      ids: Ids | None = None,
+                      types: list[Literal["fact", "experience", "task_state"]] | None = None,
+                      entity: Id | None = None, cutoff: Cutoff = None, known_at: KnownAt = None,
+                      limit: Annotated[int, Field(ge=1, le=MAX_IDS)] = 20,
+                      match: Literal["all", "any"] = "all") -> Annotated[CallToolResult, r.ContextOut]:
+        """Render memories for a task within a token budget: those a search finds (`text`,
+        `types`, `entity`, `cutoff`, `known_at`, `limit`), or the memories named by `ids`.
+        One line per memory with its claim, status (a conflict says CONFLICTED), authority,
+        sources and three times; conflicts and stronger sources come first when the budget
+        is short. Records a context snapshot (its id is returned, for `trace`); text that
+        repeats this context is refused later as new evidence (the echo guard)."""
+        def work(c: Caller) -> tuple[BaseModel, str]:
+            if (ids is None) == (text is None and entity is None and types is None):
+                raise InputError("ids", "give ids, or a search (text, types, entity), not both")
+            notes: dict[str, str] = {}
+            if ids is None:
+                chosen: Any = memory.search(c.scope, text=text, types=types, entity=entity,
+                                            cutoff=_when(cutoff, "cutoff"),
+                                            known_at=_when(known_at, "known_at"), limit=limit,
+                                            match=match)
+            else:
+                chosen = _hits_by_id(memory, c, ids, now(cutoff), _when(known_at, "known_at"), notes)
+            out = r.context(memory.build_context(c.scope, task_id=task_id, memories=chosen,
+                                                 token_budget=token_budget), notes)
+            skipped = "".join(f"\n# not rendered: {m} ({why})" for m, why in notes.items())
+            return out, f"{out.rendered}\n# snapshot {out.snapshot_id}{skipped}"
+        return _run(access, ctx, work)
+
+    # ------------------------------------------------------------ writes through the gates
+
+    @tool("write", ADDITIVE, "Record an entity")
+    def record_entity(id: Id, ctx: Context, name: Annotated[str | None, Field(max_length=1024)] = None,
+                      kind: Annotated[str | None, Field(max_length=256)] = None,
+                      aliases: Annotated[list[Id], Field(max_length=50)] | None = None
+                      ) -> Annotated[CallToolResult, r.EntityOut]:
+        """Record something facts are about (a company, a person, a service) so facts about it
+        can go live. An entity already recorded is left as it is (returned unchanged)."""
+        def work(c: Caller) -> tuple[BaseModel, str]:
+            existing = memory.entity(c.scope, id)
+            if existing is None:
+                memory.put_entity(c.scope, Entity(id=id, name=name, kind=kind, aliases=tuple(aliases or ())))
+            out = r.EntityOut(recorded=existing is None, entity=existing or memory.entity(c.scope, id))
+            return out, f"entity {id} " + ("recorded" if existing is None else "already recorded (unchanged)")
+        return _run(access, ctx, work)
+
+    @tool("write", ADDITIVE, "Record a source")
+    def record_source(id: Id, kind: Id, authority: Authority, available_by: Annotated[str, Field(
+                          max_length=40, description="When it became public (ISO; a date means "
+                          "the end of that day UTC).")], ctx: Context,
+                      publisher: Id | None = None, uri: Annotated[str | None, Field(max_length=4096)] = None,
+                      title: Annotated[str | None, Field(max_length=MAX_TEXT)] = None,
+                      meta: Annotated[dict[str, Annotated[str, Field(max_length=MAX_TEXT)]],
+                                      Field(max_length=50)] | None = None
+                      ) -> Annotated[CallToolResult, r.SourceOut]:
+        """Record a document or event that evidences facts (a filing, a tool run, a message),
+        with when it became public and who stands behind it. Sources are immutable:
+        re-recording the identical source changes nothing; different fields are refused.
+        Text that repeats a context graphmem injected is refused (echo guard)."""
+        def work(c: Caller) -> tuple[BaseModel, str]:
+            new = memory.record_source(c.scope, Source(
+                id=id, kind=kind, authority=authority, available_by=_when(available_by, "available_by"),
+                publisher=publisher, uri=uri, title=title, meta=meta or {}))
+            out = r.SourceOut(recorded=new, source=memory.source(c.scope, id))
+            return out, f"source {id} " + ("recorded" if new else "already recorded (identical)")
+        return _run(access, ctx, work)
+
+    @tool("write", ADDITIVE, "Remember a fact")
+    def remember_fact(entity: Id, attribute: Id,
+                      value: Annotated[str | int | float | bool, Field(description=(
+                          "The value. JSON numbers are stored as exact decimals; give a string "
+                          "with value_type for a decimal that must keep all its digits."))],
+                      period_end: dt.date, ctx: Context, period_start: Day = None,
+                      value_type: Literal["decimal", "text", "boolean", "date"] | None = None,
+                      unit: Annotated[str, Field(max_length=256)] = "",
+                      definition: Annotated[str, Field(max_length=1024)] = "",
+                      sources: Ids | None = None, available_by: When = None
+                      ) -> Annotated[CallToolResult, r.RememberedOut]:
+        """Assert a fact: `entity`'s `attribute` has `value` for the period, evidenced by
+        recorded `sources`. Live if its sources and entity are recorded; otherwise kept as a
+        candidate for review with the reasons (never silently dropped). Re-sending the same
+        assertion changes nothing; a different value is a new version (history is kept)."""
+        def work(c: Caller) -> tuple[BaseModel, str]:
+            out = r.remembered(memory.remember_fact(c.scope, FactIn(
+                entity=entity, attribute=attribute, value=_value(value, value_type),
+                period=_period(period_end, period_start), unit=unit, definition=definition,
+                sources=tuple(sources or ()), available_by=_when(available_by, "available_by"))))
+            return out, r.remembered_text(out)
+        return _run(access, ctx, work)
+
+    @tool("write", ADDITIVE, "Remember an experience")
+    def remember_experience(trigger: Text, ctx: Context, outcome: Text | None = None,
+                            procedure: Annotated[list[Text], Field(max_length=50)] | None = None,
+                            preconditions: Annotated[list[Text], Field(max_length=50)] | None = None,
+                            evidence: Ids | None = None, entities: Ids | None = None,
+                            event_id: Id | None = None) -> Annotated[CallToolResult, r.RememberedOut]:
+        """Store what was done and what was OBSERVED: live only with an observed `outcome` and
+        at least one recorded `evidence` source (e.g. the tool run that showed it); otherwise a
+        candidate. An outcome that repeats memory graphmem injected is refused (echo guard).
+        `event_id` makes a re-sent write idempotent."""
+        def work(c: Caller) -> tuple[BaseModel, str]:
+            out = r.remembered(memory.remember_experience(c.scope, ExperienceIn(
+                trigger=trigger, outcome=outcome, procedure=tuple(procedure or ()),
+                preconditions=tuple(preconditions or ()), evidence=tuple(evidence or ()),
+                entities=tuple(entities or ()), event_id=event_id)))
+            return out, r.remembered_text(out)
+        return _run(access, ctx, work)
+
+    @tool("write", ADDITIVE, "Save task state")
+    def save_task_state(task_id: Id, goal: Text, ctx: Context,
+                        checkpoint: Annotated[str, Field(max_length=MAX_TEXT)] = "",
+                        open_items: Annotated[list[Text], Field(max_length=100)] | None = None,
+                        artifact_refs: Ids | None = None, entities: Ids | None = None,
+                        expected_revision: Annotated[int | None, Field(ge=0)] = None,
+                        event_id: Id | None = None) -> Annotated[CallToolResult, r.RememberedOut]:
+        """Save where a task stands (goal, checkpoint, open items, artifacts) as a new revision;
+        the latest revision is the task's state. Re-sending the current state changes nothing.
+        With `expected_revision`, refused if another writer moved the task on."""
+        def work(c: Caller) -> tuple[BaseModel, str]:
+            out = r.remembered(memory.save_task_state(c.scope, TaskStateIn(
+                task_id=task_id, goal=goal, checkpoint=checkpoint, open_items=tuple(open_items or ()),
+                artifact_refs=tuple(artifact_refs or ()), entities=tuple(entities or ()),
+                event_id=event_id), expected_revision=expected_revision))
+            return out, r.remembered_text(out)
+        return _run(access, ctx, work)
+
+    # ------------------------------------------------------------ review (--allow-review)
+
+    @tool("review", ADDITIVE, "Approve a candidate")
+    def approve(candidate_id: Id, ctx: Context) -> Annotated[CallToolResult, r.RememberedOut]:
+        """Make a pending candidate live, vouched for by this server's reviewer identity (its
+        missing evidence becomes the reviewer's user_correction source). Approving twice is
+        one approval."""
+        def work(c: Caller) -> tuple[BaseModel, str]:
+            out = r.remembered(memory.approve(c.scope, candidate_id, by=c.actor))
+            return out, r.remembered_text(out)
+        return _run(access, ctx, work)
+
+    @tool("review", ADDITIVE, "Reject a candidate")
+    def reject(candidate_id: Id, reason: Text, ctx: Context) -> Annotated[CallToolResult, r.CandidatesOut]:
+        """Record that a candidate must never become live, and why. Rejecting twice is one
+        rejection."""
+        def work(c: Caller) -> tuple[BaseModel, str]:
+            done = memory.reject(c.scope, candidate_id, reason, by=c.actor)
+            return r.CandidatesOut(candidates=[done]), f"candidate {candidate_id} {done.status}"
+        return _run(access, ctx, work)
+
+    # ------------------------------------------------------------ destructive (--allow-admin)
+
+    @tool("admin", DESTRUCTIVE, "Invalidate a fact version")
+    def invalidate(version_id: Id, reason: Text, ctx: Context) -> Annotated[CallToolResult, r.Fact]:
+        """Mark a fact version as wrong from now on: it disappears from every read at every
+        cutoff (reads with an earlier known_at still show it), and what was derived from it
+        is invalidated too."""
+        def work(c: Caller) -> tuple[BaseModel, str]:
+            out = r.fact(memory.invalidate(c.scope, version_id, reason, by=c.actor))
+            return out, f"invalidated {version_id}: " + r.fact_line(out)
+        return _run(access, ctx, work)
+
+    @tool("admin", DESTRUCTIVE, "Retract a source")
+    def retract_source(source_id: Id, reason: Text, ctx: Context) -> Annotated[CallToolResult, r.ImpactOut]:
+        """Withdraw a source: every fact whose only evidence it is, and everything derived
+        from those, becomes invalid (facts with other live evidence survive). Returns the
+        impact it applied. Running it twice changes nothing."""
+        def work(c: Caller) -> tuple[BaseModel, str]:
+            out = r.impact(memory.retract_source(c.scope, source_id, reason=reason, by=c.actor))
+            return out, r.impact_text(out)
+        return _run(access, ctx, work)
+
+    @tool("admin", DESTRUCTIVE.model_copy(update={"idempotent_hint": False}), "Erase")
+    def erase(reason: Text, ctx: Context, entity: Id | None = None,
+              source_id: Id | None = None) -> Annotated[CallToolResult, r.ErasedOut]:
+        """Forget an entity or a source: its payload is removed from every version, derived
+        fact, experience, task state and context rendering, history included; tombstones keep
+        ids and times. Cannot be undone; an erased entity takes no new facts."""
+        def work(c: Caller) -> tuple[BaseModel, str]:
+            n = memory.erase(c.scope, entity=entity, source_id=source_id, reason=reason, by=c.actor)
+            out = r.ErasedOut(target=f"entity:{entity}" if entity else f"source:{source_id}",
+                              erased_versions=n)
+            return out, f"erased {out.target}: {n} fact version(s)"
+        return _run(access, ctx, work)
+
+    return added
+
+
+def _hits_by_id(memory: Memory, c: Caller, ids: list[str], cutoff: dt.datetime,
+                known_at: dt.datetime | None, notes: dict[str, str]) -> list[SearchHit]:
+    """Search hits for memories named by id, as a search at (cutoff, known_at) would give
+    them: a fact version stands for its key's answer then (a conflict stays a conflict);
+    what is not live then is left out, with the reason in ``notes``."""
+    hits: list[SearchHit] = []
+
+    def add(**hit: Any) -> None:
+        hits.append(SearchHit(rank=Rank(position=len(hits) + 1, authority=hit.pop("authority"),
+                                        text_score=0.0, text_norm=0.0, recency_days=0.0,
+                                        why="chosen by id"), **hit))
+
+    versions = {v.version_id: v for v in memory.versions(c.scope, ids)}
+    others = {m.memory_id: m for m in memory.memories(c.scope, [i for i in ids if i not in versions])}
+    for mid in dict.fromkeys(ids):
+        if mid in versions:
+            v = versions[mid]
+            a = memory.as_of(c.scope, entity=v.entity, attribute=v.attribute, period=v.period,
+                             unit=v.unit, definition=v.definition, cutoff=cutoff, known_at=known_at)
+            shown = [a.version] if a.version else list(a.candidates)
+            if not shown:
+                notes[mid] = f"its fact is not live at this cutoff and known_at ({a.explain})"
+                continue
+            if mid not in {s.version_id for s in shown}:
+                notes[mid] = f"replaced by {', '.join(s.version_id for s in shown)} at this cutoff"
+            if any(h.memory_id == shown[0].version_id for h in hits):
+                continue
+            add(type="fact", memory_id=shown[0].version_id, memory_ids=tuple(s.version_id for s in shown),
+                status=a.status, answer=a, authority=shown[0].authority)
+        elif mid in others:
+            m = others[mid]
+            late = m.available_by > cutoff or (known_at is not None and m.recorded_at > known_at)
+            if m.erased or late:
+                notes[mid] = "erased" if m.erased else "not public or not recorded by then"
+                continue
+            kind = "experience" if isinstance(m, Experience) else "task_state"
+            add(type=kind, memory_id=mid, memory_ids=(mid,), status="active",
+                authority=getattr(m, "authority", None), **{kind: m})
+        else:
+            notes[mid] = "no memory with this id in this scope"
+    return hits

@@ -1,0 +1,381 @@
+"""The LangGraph store on the real Neo4j: current-state reads agree with LangGraph's own
+InMemoryStore on random operation sequences; history, as-of views, deletes, scope,
+erasure and bad input behave as graphmem promises; and a LangGraph graph of scripted
+nodes remembers and recalls through the store."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import uuid
+from decimal import Decimal
+from typing import Any, TypedDict
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from world import lose_first_acknowledgement
+
+pytest.importorskip("langgraph")
+
+from langgraph.graph import END, START, StateGraph  # noqa: E402
+from langgraph.store.base import BaseStore, GetOp, PutOp  # noqa: E402
+from langgraph.store.memory import InMemoryStore  # noqa: E402
+
+from graphmem import Authority, FactIn, InputError, Memory, Scope, ScopeError, Source  # noqa: E402
+from graphmem.integrations.langgraph import (  # noqa: E402
+    DEFINITION,
+    PERIOD,
+    ConflictedItemError,
+    GraphmemStore,
+    matches,
+)
+
+
+def tenant() -> str:
+    return f"lg-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def store(mem: Memory) -> GraphmemStore:
+    return GraphmemStore(mem, tenant=tenant())
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+# ------------------------------------------------------------------ differential
+
+
+NAMESPACES = [("a",), ("a", "b"), ("a", "c"), ("a", "b", "d"), ("e",)]
+PREFIXES = [(), ("a",), ("a", "b"), ("e",), ("x",)]
+KEYS = ["k1", "k2", "k3"]
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
+                    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=8))
+json_values = st.recursive(scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=4), inner, max_size=3)),
+    max_leaves=6)
+# every value has a numeric "n", so that range filters are defined on both stores
+values = st.fixed_dictionaries({"n": st.integers(-5, 5)},
+                               optional={"s": st.sampled_from(["red", "blue"]), "x": json_values})
+filters = st.one_of(
+    st.none(),
+    st.builds(lambda op, v: {"n": {op: v}}, st.sampled_from(["$eq", "$ne", "$gt", "$gte", "$lt", "$lte"]),
+              st.integers(-5, 5)),
+    st.builds(lambda v: {"s": v}, st.sampled_from(["red", "blue"])),
+    st.builds(lambda v: {"n": v, "s": {"$ne": "red"}}, st.integers(-5, 5)),
+)
+ns_st, key_st = st.sampled_from(NAMESPACES), st.sampled_from(KEYS)
+operations = st.lists(st.one_of(
+    st.tuples(st.just("put"), ns_st, key_st, values),
+    st.tuples(st.just("put"), ns_st, key_st, values),
+    st.tuples(st.just("delete"), ns_st, key_st),
+    st.tuples(st.just("get"), ns_st, key_st),
+    st.tuples(st.just("search"), st.sampled_from(PREFIXES), filters),
+    st.tuples(st.just("list"), st.sampled_from(PREFIXES + [("a", "*")]),
+              st.sampled_from([None, ("b",), ("*", "d")]), st.sampled_from([None, 1, 2])),
+    st.tuples(st.just("batch"), st.lists(st.tuples(ns_st, key_st, st.one_of(st.none(), values)),
+                                         min_size=1, max_size=4)),
+), min_size=1, max_size=14)
+
+
+def _rows(items: list[Any]) -> list[tuple]:
+    return sorted((tuple(i.namespace), i.key, json.dumps(i.value, sort_keys=True)) for i in items)
+
+
+def _live_namespaces(reference: InMemoryStore, **kw: Any) -> list[tuple[str, ...]]:
+    """InMemoryStore's answer without its phantom namespaces (those only read, or whose
+    items were all deleted): a fresh copy holding only the live items."""
+    clean = InMemoryStore()
+    for item in reference.search((), limit=10_000):
+        clean.put(item.namespace, item.key, item.value)
+    return clean.list_namespaces(**kw)
+
+
+def _apply(op: tuple, ours: GraphmemStore, reference: InMemoryStore) -> None:
+    kind = op[0]
+    if kind == "put":
+        _, ns, key, value = op
+        ours.put(ns, key, value)
+        reference.put(ns, key, value)
+    elif kind == "delete":
+        _, ns, key = op
+        ours.delete(ns, key)
+        reference.delete(ns, key)
+    elif kind == "get":
+        _, ns, key = op
+        mine, theirs = ours.get(ns, key), reference.get(ns, key)
+        assert (mine is None) == (theirs is None)
+        if mine is not None:
+            assert (mine.value, mine.key, mine.namespace) == (theirs.value, theirs.key, theirs.namespace)
+    elif kind == "search":
+        _, prefix, flt = op
+        mine = ours.search(prefix, filter=flt, limit=100)
+        assert _rows(mine) == _rows(reference.search(prefix, filter=flt, limit=100))
+        assert ours.search(prefix, filter=flt, limit=2, offset=1) == mine[1:3]  # pages of one order
+    elif kind == "list":
+        _, prefix, suffix, depth = op
+        kw = {"prefix": prefix or None, "suffix": suffix, "max_depth": depth}
+        assert ours.list_namespaces(**kw) == _live_namespaces(reference, **kw)
+    else:
+        batch = [PutOp(ns, key, value) for ns, key, value in op[1]]
+        gets = [GetOp(ns, key) for ns, key, _ in op[1]]
+        mine, theirs = ours.batch(gets + batch), reference.batch(gets + batch)
+        assert [None if i is None else i.value for i in mine] == [None if i is None else i.value
+                                                                    for i in theirs]
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(ops=operations)
+def test_current_state_reads_agree_with_langgraphs_in_memory_store(mem, ops):
+    ours, reference = GraphmemStore(mem, tenant=tenant()), InMemoryStore()
+    for op in ops:
+        _apply(op, ours, reference)
+    # and in the end every item agrees
+    assert _rows(ours.search((), limit=1000)) == _rows(reference.search((), limit=1000))
+
+
+@pytest.mark.parametrize("value", [
+    {"big": 10**30, "small": -2**63, "float": 0.1, "exp": 1e300, "tiny": 5e-324, "neg0": -0.0},
+    {"text": "naïve ☃ \u2028 line\nbreak \"quoted\" \\", "empty": "", "nul": "a\x00b"},
+    {"nested": {"deep": [[1, [2, {"three": [None, True, False]}]]]}, "list": []},
+    {},
+])
+def test_values_round_trip_exactly(store, value):
+    store.put(("docs",), "k", value)
+    got = store.get(("docs",), "k").value
+    assert got == value
+    assert json.dumps(got, sort_keys=True) == json.dumps(value, sort_keys=True)  # types too
+    assert {k: type(v) for k, v in got.items()} == {k: type(v) for k, v in value.items()}
+
+
+# ------------------------------------------------------------------ history and as-of
+
+
+def test_put_keeps_history_and_as_of_views_show_each_moment(store):
+    ns = ("memories", "alice")
+    store.put(ns, "food", {"likes": "pizza"})
+    t1 = now()
+    store.put(ns, "food", {"likes": "pizza"})  # the same value: more evidence, no version
+    t2 = now()
+    store.put(ns, "food", {"likes": "sushi"})
+    t3 = now()
+
+    first, second = store.history(ns, "food")
+    assert (first.value, second.value) == ({"likes": "pizza"}, {"likes": "sushi"})
+    assert first.created_at < first.updated_at < t2 < second.created_at == second.updated_at < t3
+    assert first.recorded_at == first.created_at  # public the moment it was recorded
+
+    assert store.as_of(cutoff=t1).get(ns, "food").value == {"likes": "pizza"}
+    at_t2 = store.as_of(cutoff=t2).get(ns, "food")
+    assert (at_t2.value, at_t2.updated_at) == ({"likes": "pizza"}, first.updated_at)
+    current = store.get(ns, "food")
+    assert (current.value, current.created_at) == ({"likes": "sushi"}, second.created_at)
+    assert store.as_of(cutoff=first.created_at - dt.timedelta(microseconds=1)).get(ns, "food") is None
+
+
+def test_delete_invalidates_and_the_past_stays_readable(store):
+    ns = ("memories", "alice")
+    store.put(ns, "food", {"likes": "pizza"})
+    store.put(ns, "food", {"likes": "sushi"})
+    before = now()
+    store.delete(ns, "food")
+    after = now()
+
+    assert store.get(ns, "food") is None
+    assert store.search(ns) == [] and store.list_namespaces() == []
+    # deleting the latest version must not bring the older one back
+    assert store.as_of(cutoff=after).get(ns, "food") is None
+    # the store as it stood before the delete
+    assert store.as_of(cutoff=before).get(ns, "food").value == {"likes": "sushi"}
+    assert store.as_of(cutoff=before).list_namespaces() == [ns]
+    # what was public by then, with the delete (a correction) applied
+    assert store.as_of(cutoff=before, known_at=after).get(ns, "food") is None
+    assert [v.deleted_at is not None for v in store.history(ns, "food")] == [True, True]
+
+    store.delete(ns, "food")  # deleting again changes nothing
+    store.put(ns, "food", {"likes": "ramen"})  # a new life
+    assert store.get(ns, "food").value == {"likes": "ramen"}
+    assert [v.deleted_at is None for v in store.history(ns, "food")] == [False, False, True]
+
+
+def test_a_view_is_read_only(store):
+    view = store.as_of(cutoff=now())
+    assert view.read_only and not store.read_only
+    with pytest.raises(InputError, match="read-only view"):
+        view.put(("a",), "k", {"v": 1})
+    with pytest.raises(InputError, match="read-only view"):
+        view.delete(("a",), "k")
+
+
+def test_search_ranks_by_text_and_filters_before_the_limit(store):
+    for i in range(6):
+        store.put(("notes", "u1"), f"n{i}", {"text": f"user likes pizza number {i}", "i": i})
+    store.put(("notes", "u1"), "other", {"text": "the user plays chess", "i": 99})
+    store.put(("notes", "u2"), "n0", {"text": "pizza for someone else", "i": 0})
+
+    hits = store.search(("notes", "u1"), query="pizza", limit=10)
+    assert {h.key for h in hits} == {f"n{i}" for i in range(6)}
+    assert all(h.score and h.score > 0 for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    # the filter runs before the limit: the two matches are found though ranked last
+    found = store.search(("notes",), query="pizza", filter={"i": {"$gte": 4}}, limit=2)
+    assert {h.key for h in found} == {"n4", "n5"}
+    # a query of stop words only is no query
+    assert len(store.search(("notes", "u1"), query="the", limit=100)) == 7
+    with pytest.raises(InputError, match="unknown operator"):
+        store.search(("notes",), filter={"i": {"$in": [1]}})
+
+
+def test_filter_operators_follow_langgraphs_definition():
+    value = {"n": 3, "s": "b", "flag": True, "obj": {"a": 1}, "xs": [1, 2]}
+    assert matches(value, {"n": 3}) and matches(value, {"n": {"$eq": 3.0}})
+    assert matches(value, {"n": {"$gt": 2, "$lte": 3}}) and not matches(value, {"n": {"$lt": 3}})
+    assert matches(value, {"s": {"$gt": "a"}}) and not matches(value, {"s": {"$gt": 1}})
+    assert not matches(value, {"flag": {"$gt": 0}})  # booleans are not numbers here
+    assert matches(value, {"missing": {"$ne": 1}}) and not matches(value, {"missing": {"$gt": 1}})
+    assert matches(value, {"obj": {"a": 1}}) and matches(value, {"xs": [1, 2]})
+    assert not matches(value, {"xs": [1]})
+
+
+# ------------------------------------------------------------------ scope and mapping
+
+
+def test_namespaces_are_scopes_and_the_tenant_is_fixed(mem):
+    name = tenant()
+    a, b = GraphmemStore(mem, tenant=name), GraphmemStore(mem, tenant=name + "-other")
+    a.put(("memories", "alice"), "k", {"v": 1})
+    assert a.scope_of(("memories", "alice")) == Scope(tenant=name, namespace="memories.alice")
+    assert b.get(("memories", "alice"), "k") is None and b.list_namespaces() == []
+    assert a.get(("memories", "bob"), "k") is None
+    # the item is an ordinary fact of that scope, readable through the Memory API
+    answer = mem.as_of(a.scope_of(("memories", "alice")), entity="langgraph:memories.alice",
+                       attribute="k", period=PERIOD, cutoff=now())
+    assert json.loads(answer.value) == {"v": 1} and answer.version.definition == DEFINITION
+    assert answer.version.sources[0].authority == Authority.PRIMARY
+
+
+def test_labels_supply_the_scope_keys_a_deployment_requires(migrated):
+    with migrated.connect(required_scope=("user",)) as strict:
+        store = GraphmemStore(strict, tenant=tenant(), labels=("kind", "user"), scope={"app": "x"})
+        store.put(("memories", "alice"), "k", {"v": 1})
+        assert store.scope_of(("memories", "alice")).keys() == {
+            "app": "x", "kind": "memories", "user": "alice", "namespace": "memories.alice"}
+        assert store.get(("memories", "alice"), "k").value == {"v": 1}
+        with pytest.raises(InputError, match="fewer labels"):
+            store.get(("memories",), "k")
+        unlabeled = GraphmemStore(strict, tenant=tenant())
+        with pytest.raises(ScopeError, match="user"):
+            unlabeled.put(("memories", "alice"), "k", {"v": 1})
+        with pytest.raises(InputError, match="distinct"):
+            GraphmemStore(strict, tenant="t", scope={"namespace": "x"})
+
+
+def test_erase_forgets_a_namespace_history_included(store):
+    ns = ("users", "carol")
+    store.put(ns, "a", {"secret": "s1"})
+    store.put(ns, "a", {"secret": "s2"})
+    store.put(ns, "b", {"secret": "s3"})
+    assert store.erase(ns, reason="carol asked to be forgotten") == 3
+    assert store.get(ns, "a") is None and store.search(ns) == []
+    assert store.as_of(cutoff=now()).get(ns, "a") is None
+    assert [(v.value, v.erased) for v in store.history(ns, "a")] == [(None, True), (None, True)]
+    with pytest.raises(InputError, match="erased"):
+        store.put(ns, "a", {"secret": "again"})
+
+
+def test_a_conflict_written_outside_the_store_is_never_a_silent_pick(mem, store):
+    ns = ("shared",)
+    store.put(ns, "k", {"v": 1})
+    scope = store.scope_of(ns)
+    mem.record_source(scope, Source(id="other", kind="import", authority=Authority.PRIMARY,
+                                    publisher="someone-else", available_by=now()))
+    mem.assert_fact(scope, FactIn(entity="langgraph:shared", attribute="k", value='{"v":2}',
+                                  period=PERIOD, definition=DEFINITION, sources=("other",)))
+    with pytest.raises(ConflictedItemError, match="conflicted"):
+        store.get(ns, "k")
+
+
+def test_a_retry_after_a_lost_acknowledgement_puts_once(store, monkeypatch):
+    lost = lose_first_acknowledgement(monkeypatch)
+    store.batch([PutOp(("a",), "k", {"v": 1}), PutOp(("a",), "j", {"v": 2}),
+                 PutOp(("a",), "k", {"v": 3})])
+    assert lost
+    [version] = store.history(("a",), "k")
+    assert version.value == {"v": 3} and version.created_at == version.updated_at
+    assert len(store.history(("a",), "j")) == 1
+
+
+@pytest.mark.parametrize("namespace, key, value, where", [
+    (("a.b",), "k", {}, "namespace"),
+    (("a",), "", {}, "key"),
+    (("a",), "k" * 1025, {}, "key"),
+    (("a",), "k", {"x": math.nan}, "value['x']"),
+    (("a",), "k", {"x": {1: "int key"}}, "value['x']"),
+    (("a",), "k", {"x": {1, 2}}, "value['x']"),
+    (("a",), "k", {"x": Decimal("1.5")}, "value['x']"),
+    (("a",), "k", {"x": "\ud800"}, "value"),
+    (("a",), "k", {"x": "y" * 300_000}, "value"),
+    (("langgraph",), "k", {}, "namespace"),
+])
+def test_bad_input_is_refused_before_anything_is_written(store, namespace, key, value, where):
+    with pytest.raises((InputError, ValueError)) as info:
+        store.batch([PutOp(("ok",), "first", {"v": 1}), PutOp(namespace, key, value)])
+    if isinstance(info.value, InputError):
+        assert info.value.where == where
+    assert store.get(("ok",), "first") is None  # nothing of the batch was written
+
+
+# ------------------------------------------------------------------ a LangGraph graph
+
+
+class State(TypedDict, total=False):
+    user: str
+    said: str
+    recalled: list[str]
+    answer: str
+
+
+def test_a_graph_of_scripted_nodes_remembers_and_recalls_through_the_store(store):
+    def remember(state: State, *, store: BaseStore) -> State:
+        ns = ("memories", state["user"])
+        count = len(store.search(ns, limit=100))
+        store.put(ns, f"m{count}", {"text": state["said"]})
+        return {}
+
+    def recall(state: State, *, store: BaseStore) -> State:
+        hits = store.search(("memories", state["user"]), query="pizza", limit=5)
+        return {"recalled": [h.value["text"] for h in hits]}
+
+    def respond(state: State) -> State:
+        return {"answer": f"you told me: {'; '.join(state['recalled']) or 'nothing about pizza'}"}
+
+    builder = StateGraph(State)
+    for name, node in (("remember", remember), ("recall", recall), ("respond", respond)):
+        builder.add_node(name, node)
+    builder.add_edge(START, "remember")
+    builder.add_edge("remember", "recall")
+    builder.add_edge("recall", "respond")
+    builder.add_edge("respond", END)
+    graph = builder.compile(store=store)
+
+    graph.invoke({"user": "alice", "said": "I like pizza with olives"})
+    out = graph.invoke({"user": "alice", "said": "my cat is called Tom"})
+    assert out["answer"] == "you told me: I like pizza with olives"
+    assert graph.invoke({"user": "bob", "said": "hello"})["answer"] == "you told me: nothing about pizza"
+    assert [i.value["text"] for i in sorted(store.search(("memories", "alice")), key=lambda i: i.key)] == [
+        "I like pizza with olives", "my cat is called Tom"]
+
+
+async def _async_roundtrip(store: GraphmemStore) -> Any:
+    await store.aput(("async",), "k", {"v": 1})
+    return (await store.aget(("async",), "k")).value, await store.alist_namespaces()
+
+
+def test_the_async_interface_runs_the_same_operations(store):
+    import asyncio
+
+    assert asyncio.run(_async_roundtrip(store)) == ({"v": 1}, [("async",)])

@@ -1,0 +1,542 @@
+"""``graphmem mcp`` on the real Neo4j, through MCP client sessions: in-memory sessions (the
+SDK's in-memory transport, JSON-RPC included) for every tool, its annotations, the grants,
+the fixed scope, conflicts, as-of answers, the echo guard and the error shape; and the
+real CLI once over streamable HTTP on a loopback port (tokens per scope) and once over
+stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import neo4j
+import pytest
+from world import FAR, Q1, Q2, UTC, World, t
+
+pytest.importorskip("mcp")
+
+import httpx2  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+import graphmem.db as gdb  # noqa: E402
+from graphmem import FactIn, Memory, Scope  # noqa: E402
+from graphmem.cli import main  # noqa: E402
+from graphmem.integrations.mcp import FixedAccess, Grants, TokenAccess, build_server  # noqa: E402
+
+READS = {"as_of", "facts", "screen", "history", "search", "lineage", "impact", "trace", "candidates"}
+WRITES = {"build_context", "record_entity", "record_source", "remember_fact", "remember_experience",
+          "save_task_state"}
+REVIEW, ADMIN = {"approve", "reject"}, {"invalidate", "retract_source", "erase"}
+ALL = Grants(allow_review=True, allow_admin=True)
+
+
+def session(server: Any, steps: Callable[[Client], Awaitable[Any]]) -> Any:
+    """Run ``steps`` in one MCP client session over the SDK's in-memory transport."""
+    async def go() -> Any:
+        async with Client(server, mode="legacy") as client:
+            return await steps(client)
+    return asyncio.run(go())
+
+
+def call(server: Any, tool: str, **args: Any) -> Any:
+    return session(server, lambda c: c.call_tool(tool, args))
+
+
+def ok(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content[0].text
+    return result.structured_content
+
+
+def text(result: Any) -> str:
+    return result.content[0].text
+
+
+@pytest.fixture
+def w(mem: Memory, scope: Scope) -> World:
+    """acme's Q1 revenue: 100 in a 10-Q, restated to 110 by the 10-K; globex's Q1 revenue
+    reported as 5 and 6 by two independent publishers (a conflict)."""
+    world = World(mem, scope)
+    world.source("10q", t("2024-05-01"), publisher="cik:1")
+    world.source("10k", t("2025-02-01"), publisher="cik:1")
+    world.fact(Decimal("100"), "10q")
+    world.fact(Decimal("110"), "10k")
+    world.source("wire-a", t("2024-05-02"), publisher="wire:a")
+    world.source("wire-b", t("2024-05-03"), publisher="wire:b")
+    world.fact(5, "wire-a", entity="globex")
+    world.fact(6, "wire-b", entity="globex")
+    return world
+
+
+def server_for(w: World, grants: Grants | None = None, actor: str = "analyst"):
+    return build_server(w.mem, FixedAccess(w.scope, actor), grants)
+
+
+# ------------------------------------------------------------------ tools and annotations
+
+
+def test_the_tool_set_follows_the_grants_with_truthful_annotations(w):
+    def listed(grants: Grants | None) -> dict[str, Any]:
+        return {t.name: t for t in session(server_for(w, grants), lambda c: c.list_tools()).tools}
+
+    assert set(listed(None)) == READS | WRITES
+    assert set(listed(Grants(read_only=True))) == READS
+    assert set(listed(Grants(allow_review=True))) == READS | WRITES | REVIEW
+    tools = listed(ALL)
+    assert set(tools) == READS | WRITES | REVIEW | ADMIN
+    for name, tool in tools.items():
+        a = tool.annotations
+        assert tool.description and tool.output_schema and a.title, name
+        assert a.read_only_hint is (name in READS), name
+        assert a.destructive_hint is (name in ADMIN), name
+        assert a.idempotent_hint is (name not in {"build_context", "erase"}), name
+        assert a.open_world_hint is False
+        # the scope is the server's: no tool takes one
+        assert not {"tenant", "scope"} & set(tool.input_schema["properties"]), name
+    with pytest.raises(ValueError, match="read-only"):
+        Grants(read_only=True, allow_admin=True)
+    # and `graphmem mcp --help` lists exactly these tools
+    help_text = CliRunner().invoke(main, ["mcp", "--help"]).output
+    listed_in_help = {word.strip(",") for line in help_text.split("Tools:")[1].split("Options:")[0].splitlines()
+                      for word in line.split() if word.strip(",").replace("_", "").isalpha()
+                      and word.strip(",").islower()}
+    assert set(tools) <= listed_in_help <= set(tools) | {"reads", "always", "writes", "off", "with"}
+
+
+def test_a_tool_the_grants_leave_out_cannot_be_called(w):
+    result = call(server_for(w, Grants(read_only=True)), "remember_fact", entity="acme",
+                  attribute="x", value=1, period_end="2024-03-31", sources=["10k"])
+    assert result.is_error and "remember_fact" in text(result)
+    result = call(server_for(w), "erase", entity="acme", reason="x")
+    assert result.is_error
+    assert w.mem.entity(w.scope, "acme") is not None
+
+
+# ------------------------------------------------------------------ reads
+
+
+def test_screen_lists_every_company_with_conflicts_as_conflicts_and_no_look_ahead(w):
+    server = server_for(w)
+    today = ok(call(server, "screen", attribute="revenue", frame="CY2024Q1", unit="USD"))
+    rows = {a["entity"]: a for a in today["answers"]}
+    assert today["counts"] == {"active": 1, "conflicted": 1, "not_found": 0}
+    assert rows["acme"]["value"] == "110" and rows["acme"]["sources"][0]["source_id"] == "10k"
+    assert rows["globex"]["value"] is None
+    assert sorted(c["value"] for c in rows["globex"]["candidates"]) == ["5", "6"]
+    # before the 10-K was public the screen holds the 10-Q's figure; before any filing of
+    # globex, globex is not in the universe at all (listing it would be look-ahead)
+    then = ok(call(server, "screen", attribute="revenue", frame="CY2024Q1", cutoff="2024-05-01T23:00:00"))
+    assert [(a["entity"], a["value"]) for a in then["answers"]] == [("acme", "100")]
+    named = call(server, "screen", attribute="revenue", frame="CY2024Q1", cutoff="2024-05-01T23:00:00",
+                 entities=["acme", "globex", "initech"])
+    assert [a["status"] for a in ok(named)["answers"]] == ["active", "not_found", "not_found"]
+    assert ok(named)["unknown"] == ["initech"] and "globex: NOT FOUND" in text(named)
+    assert "CONFLICTED between 2 values" in text(call(server, "screen", attribute="revenue", frame="CY2024Q1"))
+    assert "CY2025" in text(call(server, "screen", attribute="revenue", frame="CY2025"))  # nothing: no error
+    bad = call(server, "screen", attribute="revenue", frame="FY24")
+    assert bad.is_error and "frame" in text(bad)
+
+
+def test_as_of_carries_value_times_sources_and_explain_and_differs_in_the_past(w):
+    server = server_for(w)
+    today = ok(call(server, "as_of", entity="acme", attribute="revenue", period_end="2024-03-31",
+                    period_start="2024-01-01"))
+    past = call(server, "as_of", entity="acme", attribute="revenue", cutoff="2024-06-01")
+    then = ok(past)
+    assert (today["status"], today["value"], today["value_type"], today["unit"]) == (
+        "active", "110", "decimal", "USD")
+    assert then["value"] == "100" and then["cutoff"].startswith("2024-06-01T23:59:59")
+    assert today["period"] == {"start": "2024-01-01", "end": "2024-03-31"}
+    assert today["event_time"] == "2024-03-31" and today["available_by"].startswith("2025-02-01")
+    assert today["recorded_at"] and today["version_id"].startswith("fv_")
+    [source] = today["sources"]
+    assert (source["source_id"], source["authority"], source["uri"]) == (
+        "10k", "primary", "https://example.test/10k")
+    assert today["explain"]["superseded"] == 1 and then["explain"]["cutoff"] == 1
+    assert "ACTIVE 100 USD for 2024-01-01..2024-03-31" in text(past)
+    assert "https://example.test/10q" in text(past) and "removed cutoff=1" in text(past)
+
+
+def test_a_conflict_comes_back_as_a_conflict(w):
+    result = call(server_for(w), "as_of", entity="globex", attribute="revenue")
+    out = ok(result)
+    assert out["status"] == "conflicted" and out["value"] is None and out["version_id"] is None
+    assert sorted(c["value"] for c in out["candidates"]) == ["5", "6"]
+    assert {c["sources"][0]["publisher"] for c in out["candidates"]} == {"wire:a", "wire:b"}
+    assert "CONFLICTED between 2 values" in text(result) and "none is picked" in text(result)
+    found = ok(call(server_for(w), "search", text="GBX revenue"))
+    assert found["hits"][0]["status"] == "conflicted"
+    assert len(found["hits"][0]["memory_ids"]) == 2
+
+
+def test_facts_history_and_search(w):
+    server = server_for(w)
+    w.fact(Decimal("120"), "10k", period=Q2)
+    listed = ok(call(server, "facts", entity="acme", valid_from="2024-01-01"))
+    assert [(a["period"]["end"], a["value"]) for a in listed["answers"]] == [
+        ("2024-03-31", "110"), ("2024-06-30", "120")]
+    assert not listed["truncated"]
+    assert ok(call(server, "facts", entity="acme", limit=1))["truncated"]
+    assert call(server, "facts").is_error  # neither entity nor attribute
+
+    history = ok(call(server, "history", entity="acme", attribute="revenue", period_end="2024-03-31",
+                      period_start="2024-01-01"))
+    assert [v["value"] for v in history["versions"]] == ["100", "110"]
+    assert [v["available_by"][:10] for v in history["versions"]] == ["2024-05-01", "2025-02-01"]
+
+    found = call(server, "search", text="ACME revenue", cutoff="2024-06-01", types=["fact"])
+    hits = ok(found)["hits"]
+    assert [h["fact"]["value"] for h in hits] == ["100"]
+    assert ok(found)["explain"]["matched"] >= 1 and "#1 fact" in text(found)
+    assert ok(call(server, "search", text="nothing-like-this"))["status"] == "not_found"
+
+
+def test_lineage_and_impact(w):
+    [v] = [x for x in w.history() if x.value == Decimal("110")]
+    derived = w.mem.derive(w.scope, method="double", method_version="1", params={},
+                           inputs={"x": v.version_id},
+                           output=FactIn(entity="acme", attribute="double revenue", value=220,
+                                         period=Q1, unit="USD"))
+    server = server_for(w)
+    up = ok(call(server, "lineage", version_id=derived.version_id))
+    assert {"s:10k", f"f:{v.version_id}"} <= {n["id"] for n in up["nodes"]}
+    assert up["edges"] and not up["truncated"]
+    report = ok(call(server, "impact", source_id="10k"))
+    assert {i["id"]: i["reason"] for i in report["items"]}[derived.version_id] == "invalid"
+    assert report["recompute_order"] and report["counts"]["facts_invalid"] >= 1
+    # impact changed nothing
+    assert ok(call(server, "as_of", entity="acme", attribute="double revenue"))["value"] == "220"
+
+
+# ------------------------------------------------------------------ writes through the gates
+
+
+def test_writes_go_through_the_gates_and_review_needs_its_grant(w):
+    server = server_for(w)
+    entity = ok(call(server, "record_entity", id="initech", name="Initech"))
+    assert entity["recorded"] and not ok(call(server, "record_entity", id="initech", name="Other"))["recorded"]
+    assert w.mem.entity(w.scope, "initech").name == "Initech"  # left unchanged
+    src = ok(call(server, "record_source", id="call-1", kind="call", authority="primary",
+                  available_by="2024-07-01T10:00:00Z", uri="https://example.test/call-1"))
+    assert src["recorded"] and src["source"]["uri"] == "https://example.test/call-1"
+
+    live = ok(call(server, "remember_fact", entity="initech", attribute="headcount", value=140,
+                   period_end="2024-06-30", sources=["call-1"]))
+    assert (live["status"], live["fact"]["value"], live["fact"]["value_type"]) == ("live", "140", "decimal")
+    again = ok(call(server, "remember_fact", entity="initech", attribute="headcount", value=140,
+                    period_end="2024-06-30", sources=["call-1"]))
+    assert again["id"] == live["id"]  # idempotent
+    exact = ok(call(server, "remember_fact", entity="initech", attribute="margin",
+                    value="0.1234567890123456789", value_type="decimal", period_end="2024-06-30",
+                    sources=["call-1"]))
+    assert exact["fact"]["value"] == "0.1234567890123456789"
+
+    unsourced = call(server, "remember_fact", entity="initech", attribute="rumour", value="big deal",
+                     period_end="2024-06-30")
+    cand = ok(unsourced)
+    assert cand["status"] == "candidate" and "no source" in cand["reasons"][0]
+    assert "CANDIDATE" in text(unsourced)
+    exp = ok(call(server, "remember_experience", trigger="export timed out with E-77",
+                  procedure=["split the export"], outcome="export finished", evidence=["call-1"]))
+    assert exp["status"] == "live" and exp["experience"]["outcome"] == "export finished"
+    unobserved = ok(call(server, "remember_experience", trigger="maybe retry E-78"))
+    assert unobserved["status"] == "candidate"
+    task = ok(call(server, "save_task_state", task_id="T1", goal="compare", open_items=["a"]))
+    assert task["task_state"]["revision"] == 1
+    stale = call(server, "save_task_state", task_id="T1", goal="compare", checkpoint="b",
+                 expected_revision=0)
+    assert stale.is_error and ok_error(stale)["type"] == "ConcurrentWriteError"
+
+    pending = ok(call(server, "candidates"))["candidates"]
+    assert {c["id"] for c in pending} == {cand["id"], unobserved["id"]}
+    assert call(server, "approve", candidate_id=cand["id"]).is_error  # not granted
+    reviewer = server_for(w, Grants(allow_review=True), actor="reviewer-1")
+    approved = ok(call(reviewer, "approve", candidate_id=cand["id"]))
+    assert approved["status"] == "live"
+    assert approved["fact"]["sources"][0]["publisher"] == "user:reviewer-1"  # the server's actor
+    rejected = ok(call(reviewer, "reject", candidate_id=unobserved["id"], reason="not observed"))
+    assert rejected["candidates"][0]["decided_by"] == "reviewer-1"
+    assert ok(call(server, "candidates"))["candidates"] == []
+
+
+def test_admin_tools_need_allow_admin_and_do_what_they_say(w):
+    admin = server_for(w, Grants(allow_admin=True))
+    current = ok(call(admin, "as_of", entity="acme", attribute="revenue"))
+    before = w.mem.server_now()
+    gone = ok(call(admin, "invalidate", version_id=current["version_id"], reason="loader bug"))
+    assert gone["lifecycle"][0]["kind"] == "invalidated" and gone["lifecycle"][0]["by"] == "analyst"
+    # the invalidated 110 is gone; the 10-Q's 100 is what remains, and the past is auditable
+    assert ok(call(admin, "as_of", entity="acme", attribute="revenue"))["value"] == "100"
+    assert ok(call(admin, "as_of", entity="acme", attribute="revenue",
+                   known_at=before.isoformat()))["value"] == "110"
+    report = ok(call(admin, "retract_source", source_id="10q", reason="withdrawn"))
+    assert report["origin"] == "s:10q"
+    assert ok(call(admin, "as_of", entity="acme", attribute="revenue"))["status"] == "not_found"
+    erased = ok(call(admin, "erase", entity="globex", reason="asked to be forgotten"))
+    assert erased == {"target": "entity:globex", "erased_versions": 2}
+    assert ok(call(admin, "as_of", entity="globex", attribute="revenue"))["status"] == "not_found"
+
+
+# ------------------------------------------------------------------ scope
+
+
+def test_the_scope_is_the_servers_and_no_tool_can_widen_it(mem, scope):
+    a, b = World(mem, scope), World(mem, Scope(tenant=scope.tenant + "-b"))
+    a.source("10k", t("2025-02-01"), publisher="cik:1")
+    a.fact(Decimal("110"), "10k")
+    server_a, server_b = server_for(a), server_for(b)
+    assert ok(call(server_a, "as_of", entity="acme", attribute="revenue"))["value"] == "110"
+    assert ok(call(server_b, "as_of", entity="acme", attribute="revenue"))["status"] == "not_found"
+    assert ok(call(server_b, "search", text="ACME revenue"))["status"] == "not_found"
+    # an argument naming another scope is refused by the schema, not obeyed
+    sneaky = call(server_b, "as_of", entity="acme", attribute="revenue", tenant=scope.tenant)
+    assert sneaky.is_error or ok(sneaky)["status"] == "not_found"
+
+
+# ------------------------------------------------------------------ context and echo guard
+
+
+def test_build_context_records_a_snapshot_and_the_echo_guard_refuses_its_text(w):
+    server = server_for(w)
+    built = call(server, "build_context", task_id="T1", text="ACME revenue", token_budget=800)
+    out = ok(built)
+    assert out["snapshot_id"].startswith("ctx_") and out["rendered"] in text(built)
+    [line] = [ln for ln in out["rendered"].splitlines() if ln.startswith("- [fact")]
+    assert "110" in line and "10k" in line
+
+    echo = call(server, "record_source", id="notes", kind="note", authority="inference",
+                available_by="2025-03-01", title=line)
+    err = ok_error(echo)
+    assert err["type"] == "EchoError" and out["snapshot_id"] in err["message"]
+    assert w.mem.source(w.scope, "notes") is None
+    outcome = call(server, "remember_experience", trigger="asked for revenue", outcome=line,
+                   evidence=["10k"])
+    assert ok_error(outcome)["type"] == "EchoError"
+    fine = ok(call(server, "record_source", id="notes", kind="note", authority="inference",
+                   available_by="2025-03-01", title="my own observation of the filing"))
+    assert fine["recorded"]
+
+    traced = ok(call(server, "trace", snapshot_id=out["snapshot_id"], entity="acme", attribute="revenue"))
+    assert traced["outcome"] == "included"
+    assert {s["outcome"] for s in traced["steps"]} == {"included", "filtered"}
+
+
+def test_build_context_by_ids_renders_what_is_live_then(w):
+    server = server_for(w)
+    versions = w.history()
+    old, new = versions[0].version_id, versions[1].version_id
+    out = ok(call(server, "build_context", task_id="T2", ids=[old, "exp_" + "0" * 24],
+                  cutoff="2024-06-01"))
+    assert out["included"] == [old] and "exp_" + "0" * 24 in out["notes"]
+    later = ok(call(server, "build_context", task_id="T2", ids=[old], cutoff="2025-06-01"))
+    assert later["included"] == [new] and "replaced by" in later["notes"][old]
+    conflict = ok(call(server, "build_context", task_id="T2",
+                       ids=[v.version_id for v in w.history(entity="globex")]))
+    assert len(conflict["included"]) == 2 and "CONFLICTED" in conflict["rendered"]
+    assert call(server, "build_context", task_id="T2").is_error  # neither ids nor a search
+
+
+# ------------------------------------------------------------------ errors and faults
+
+
+def ok_error(result: Any) -> dict[str, Any]:
+    assert result.is_error
+    err = result.structured_content
+    assert text(result) == f"{err['type']}: {err['message']}"
+    return err
+
+
+def test_errors_are_tool_errors_with_the_apis_messages(w):
+    server = server_for(w, ALL)
+    bad = ok_error(call(server, "as_of", entity="acme", attribute="revenue", cutoff="yesterday"))
+    assert (bad["type"], bad["where"]) == ("InputError", "cutoff") and "yesterday" in bad["message"]
+    missing = ok_error(call(server, "invalidate", version_id="fv_nope", reason="x"))
+    assert missing["type"] == "NotFoundError" and "fv_nope" in missing["message"]
+    period = ok_error(call(server, "as_of", entity="acme", attribute="revenue",
+                           period_end="2024-01-01", period_start="2024-03-31"))
+    assert period["where"] == "period_start"
+    # the SDK checks every bound before the tool runs
+    schema = call(server, "search", text="x", limit=0)
+    assert schema.is_error and "limit" in text(schema)
+    assert call(server, "search", text="x" * 1001).is_error
+
+
+def test_a_transient_fault_is_retried_by_the_policy(w, monkeypatch):
+    real, failed = gdb.Tx.run, []
+
+    def flaky(self, name, /, **params):
+        if name == "fact.read" and not failed:
+            failed.append(name)
+            raise neo4j.exceptions.TransientError("injected: deadlock")
+        return real(self, name, **params)
+
+    monkeypatch.setattr(gdb.Tx, "run", flaky)
+    out = ok(call(server_for(w), "as_of", entity="acme", attribute="revenue"))
+    assert failed and out["value"] == "110"
+
+
+def test_a_fault_that_outlasts_the_policy_is_reported(scope, migrated):
+    with migrated.connect(retry=gdb.RetryPolicy(attempts=2, first_wait=0.01)) as quick:
+        world = World(quick, scope)
+
+        def always(self, name, /, **params):
+            raise neo4j.exceptions.ServiceUnavailable("injected: no route")
+
+        server = server_for(world)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(gdb.Tx, "run", always)
+            err = ok_error(call(server, "as_of", entity="acme", attribute="revenue", cutoff="2025-01-01"))
+    assert err["type"] == "DatabaseUnavailable" and "no route" in err["message"]
+
+
+# ------------------------------------------------------------------ the real CLI: HTTP and stdio
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _env(neo4j_server) -> dict[str, str]:
+    env = {**os.environ, "GRAPHMEM_NEO4J_URI": neo4j_server.uri}
+    if neo4j_server.auth:
+        env["GRAPHMEM_NEO4J_USER"], env["GRAPHMEM_NEO4J_PASSWORD"] = neo4j_server.auth
+    return env
+
+
+def _graphmem() -> str:
+    return str(Path(sys.executable).with_name("graphmem"))
+
+
+@pytest.fixture
+def http_server(migrated, tmp_path):
+    """`graphmem mcp --transport http` on a free loopback port, two tokens, two tenants."""
+    tenants = {"alpha": f"mcp-a-{uuid.uuid4().hex[:8]}", "beta": f"mcp-b-{uuid.uuid4().hex[:8]}"}
+    tokens = {"alpha": uuid.uuid4().hex, "beta": uuid.uuid4().hex}
+    from graphmem.integrations.mcp.access import digest
+
+    (tmp_path / "tokens.toml").write_text(
+        f'[[tokens]]\nname = "agent-a"\ntoken = "{tokens["alpha"]}"\ntenant = "{tenants["alpha"]}"\n\n'
+        f'[[tokens]]\nname = "agent-b"\ntoken_sha256 = "{digest(tokens["beta"])}"\n'
+        f'tenant = "{tenants["beta"]}"\nscope = {{ project = "p" }}\n')
+    port = _free_port()
+    proc = subprocess.Popen([_graphmem(), "mcp", "--transport", "http", "--port", str(port),
+                             "--tokens", str(tmp_path / "tokens.toml")],
+                            env=_env(migrated), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            assert proc.poll() is None, proc.stderr.read().decode()
+            time.sleep(0.2)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp", tokens, tenants
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def _with_token(url: str, token: str | None, steps: Callable[[Client], Awaitable[Any]]) -> Any:
+    async def go() -> Any:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with httpx2.AsyncClient(headers=headers, timeout=30) as http, \
+                Client(streamable_http_client(url, http_client=http)) as client:
+            return await steps(client)
+    return asyncio.run(go())
+
+
+def test_http_transport_end_to_end_with_a_scope_per_token(http_server, migrated):
+    url, tokens, tenants = http_server
+    for token in (None, "not-a-token-we-know"):
+        refused = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                              headers={"Authorization": f"Bearer {token}"} if token else {})
+        assert refused.status_code == 401
+
+    async def write_and_read(c: Client) -> dict[str, Any]:
+        assert {t.name for t in (await c.list_tools()).tools} == READS | WRITES
+        ok(await c.call_tool("record_entity", {"id": "acme"}))
+        ok(await c.call_tool("record_source", {"id": "10k", "kind": "10-K", "authority": "primary",
+                                               "available_by": "2025-02-01"}))
+        ok(await c.call_tool("remember_fact", {"entity": "acme", "attribute": "revenue", "value": 110,
+                                               "period_end": "2024-12-31", "sources": ["10k"]}))
+        return ok(await c.call_tool("as_of", {"entity": "acme", "attribute": "revenue"}))
+
+    assert _with_token(url, tokens["alpha"], write_and_read)["value"] == "110"
+
+    async def look(c: Client) -> list[str]:
+        answer = ok(await c.call_tool("as_of", {"entity": "acme", "attribute": "revenue"}))
+        found = ok(await c.call_tool("search", {"text": "acme revenue"}))
+        return [answer["status"], found["status"]]
+
+    assert _with_token(url, tokens["beta"], look) == ["not_found", "not_found"]
+    # a session belongs to the token that opened it: another token cannot use it
+    accept = {"Accept": "application/json, text/event-stream"}
+    opened = httpx2.post(url, headers={**accept, "Authorization": f"Bearer {tokens['alpha']}"}, json={
+        "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}})
+    session_id = opened.headers["mcp-session-id"]
+    hijack = httpx2.post(url, headers={**accept, "Authorization": f"Bearer {tokens['beta']}",
+                                       "mcp-session-id": session_id},
+                         json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    assert opened.status_code == 200 and hijack.status_code == 404
+    with migrated.connect() as mem:  # written in alpha's tenant, as alpha's actor's scope
+        assert mem.as_of(Scope(tenant=tenants["alpha"]), entity="acme", attribute="revenue",
+                         cutoff=FAR).value == Decimal("110")
+
+
+def test_stdio_transport_end_to_end(migrated, scope):
+    with migrated.connect() as mem:
+        world = World(mem, scope)
+        world.source("10k", t("2025-02-01"), publisher="cik:1")
+        world.fact(Decimal("110"), "10k")
+    params = StdioServerParameters(command=_graphmem(), args=["mcp", "--read-only", "--tenant", scope.tenant],
+                                   env=_env(migrated))
+
+    async def go() -> Any:
+        async with Client(params) as client:
+            tools = {t.name for t in (await client.list_tools()).tools}
+            return tools, ok(await client.call_tool("as_of", {"entity": "acme", "attribute": "revenue"}))
+
+    tools, answer = asyncio.run(go())
+    assert tools == READS and answer["value"] == "110"
+
+
+def test_the_tokens_file_is_checked_before_the_server_starts(tmp_path):
+    bad = tmp_path / "tokens.toml"
+    for content, message in [
+        ('[[tokens]]\ntoken = "short"\ntenant = "a"\n', "16 to 4096"),
+        ('[[tokens]]\ntoken = "0123456789abcdef0"\n', "tenant"),
+        ('[[tokens]]\ntoken_sha256 = "xyz"\ntenant = "a"\n', "64 hexadecimal"),
+        ('[[tokens]]\ntoken = "0123456789abcdef0"\ntoken_sha256 = "' + "a" * 64 + '"\ntenant = "a"\n',
+         "exactly one"),
+        ('tokens = 3\n', "[[tokens]]"),
+    ]:
+        bad.write_text(content)
+        with pytest.raises(ValueError, match=message.replace("[", r"\[")):
+            TokenAccess.load(bad)
+    result = CliRunner().invoke(main, ["mcp", "--transport", "http"])
+    assert result.exit_code == 1 and "tokens file" in result.output
+
+
+def test_time_defaults_are_now(w):
+    """as_of without cutoff or known_at reads the present; an explicit far cutoff agrees."""
+    server = server_for(w)
+    now = ok(call(server, "as_of", entity="acme", attribute="revenue"))
+    far = ok(call(server, "as_of", entity="acme", attribute="revenue", cutoff=FAR.isoformat()))
+    assert now["value"] == far["value"] == "110"
+    assert abs(dt.datetime.fromisoformat(now["cutoff"]) - dt.datetime.now(UTC)) < dt.timedelta(minutes=5)
