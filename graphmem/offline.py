@@ -23,6 +23,12 @@
 Until step 5 nothing of the target is touched, so a failure (bad input, the importer,
 a migration, a kill) leaves the old database where it was, serving as before; the
 staging folder is removed (``keep=True`` keeps it, for a look at the CSV files).
+
+A home without a database (a first bootstrap) has nothing to keep serving: there, the
+imported database is moved into place before step 4, whose server is then the target's
+own and keeps running (one server start fewer). A failure in step 4 moves it out again;
+a kill in step 4 leaves it in place, loaded but without its indexes, which the next
+``migrate()`` (any ``graphmem load``) completes.
 """
 
 from __future__ import annotations
@@ -142,9 +148,9 @@ def finish(mem: Memory) -> int:
     return mem.migrate()
 
 
-def _finish_staged(cfg: srv.ServerConfig, report: BootstrapReport) -> None:
-    """``finish`` on a server started on the staged database, stopped again after (its
-    steps timed, its JVM's peak memory noted, in ``report``)."""
+def _finish(cfg: srv.ServerConfig, report: BootstrapReport, stop: bool = True) -> None:
+    """``finish`` on a server started on ``cfg``'s database (its steps timed and its JVM's
+    peak memory noted in ``report``), stopped after (``stop``) or on a failure."""
     clock = time.monotonic()
     status = srv.start(cfg)
     report.seconds["finish: start"] = time.monotonic() - clock
@@ -154,7 +160,10 @@ def _finish_staged(cfg: srv.ServerConfig, report: BootstrapReport) -> None:
             finish(mem)
         report.seconds["finish: migrate"] = time.monotonic() - clock
         report.peak_rss_mb["server"] = _peak_rss_mb(status.pid or 0)
-    finally:
+    except BaseException:
+        srv.stop(cfg)
+        raise
+    if stop:
         clock = time.monotonic()
         srv.stop(cfg)
         report.seconds["finish: stop"] = time.monotonic() - clock
@@ -288,10 +297,18 @@ def bootstrap(cfg: srv.ServerConfig, load: Callable[[Build], T], *, replace: boo
         report.seconds["import"] = time.monotonic() - clock
         if not keep:
             shutil.rmtree(files.folder, ignore_errors=True)
-        _finish_staged(stage, report)
-        clock = time.monotonic()
-        swap(cfg, stage.data_dir, running)
-        report.seconds["swap"] = time.monotonic() - clock
+        if report.replaced:
+            _finish(stage, report)
+            clock = time.monotonic()
+            swap(cfg, stage.data_dir, running)
+            report.seconds["swap"] = time.monotonic() - clock
+        else:  # no database to keep serving: finish this one in place, on the target's own server
+            stage.data_dir.rename(cfg.data_dir)
+            try:
+                _finish(cfg, report, stop=False)
+            except BaseException:
+                cfg.data_dir.rename(stage.data_dir)  # out of the target's place, deleted with the staging folder
+                raise
     finally:
         if not keep:
             shutil.rmtree(staging, ignore_errors=True)
