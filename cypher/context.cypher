@@ -31,6 +31,48 @@ CALL (s) {
 }
 RETURN s.recorded_at AS recorded_at
 
+// name: context.reread
+// build_context's re-read, in one statement: which of $ids name a fact version,
+// experience or task state of this scope (`stored`: [id, type, key uid]; the caller
+// refuses any other id), the read rule on the keys of those fact versions at (C, K)
+// under the search's evidence requirement (fact.read, included), and the experiences
+// and task states with their evidence as of K (search.memories, included).
+// $cutoff and $known_at come as [epoch seconds, nanoseconds] (graphmem.values.epoch).
+WITH datetime.fromepoch($cutoff[0], $cutoff[1]) AS C,
+     datetime.fromepoch($known_at[0], $known_at[1]) AS K
+CALL () {
+  UNWIND $ids AS id
+  OPTIONAL MATCH (f:Fact {version_id: id})
+  WHERE f.tenant = $tenant AND f.scope = $scope
+  OPTIONAL MATCH (m:Memory {memory_id: id})
+  WHERE m.tenant = $tenant AND m.scope = $scope
+  RETURN collect(CASE WHEN f IS NOT NULL THEN [id, 'fact', f.key_uid]
+                      WHEN m:Experience THEN [id, 'experience', null]
+                      WHEN m IS NOT NULL THEN [id, 'task_state', null] END) AS stored,
+         collect(DISTINCT f.key_uid) AS uids,
+         collect(m.memory_id) AS memory_ids
+}
+WITH K, stored, uids, memory_ids,
+     [i IN range(0, size(uids) - 1) | {
+       i: i, uid: uids[i], entity: null, attribute: null, unit: null, definition: null,
+       period: null, valid_from: null, valid_to: null, cutoff: 0, known_at: 1, idem: null}]
+       AS reads,
+     [C, K] AS times
+RETURN stored, uids,
+       COLLECT {
+         CALL (reads, times) {
+           // include: fact.read $reads=reads $times=times $brief=false
+         }
+         RETURN {i: i, known_at: known_at, key: key, status: status, candidates: candidates,
+                 explain: explain, removed: removed} AS answer
+       } AS answers,
+       COLLECT {
+         CALL (memory_ids, K) {
+           // include: search.memories $memory_ids=memory_ids $known_at=K
+         }
+         RETURN {m: m, entities: entities, ev: ev} AS detail
+       } AS details
+
 // name: context.erase_names
 // The names an erasure's target is known by, read before lifecycle.erase removes them:
 // an entity's id, name and aliases, or a source's id and title.

@@ -158,9 +158,20 @@ RETURN memories, candidates
 
 // name: cascade.scrub_snapshots
 // Every context snapshot that rendered a memory this erasure reached loses that
-// memory's line: the rendering keeps a tombstone line, the edge keeps its hashes.
-MATCH (x:Record:Erasure {id: $record_id})-[:ERASES]->(n)<-[r:INCLUDED]-(s:ContextSnapshot)
-WHERE x.tenant = $tenant AND x.scope = $scope AND r.text IS NOT NULL
+// memory's line, and so does the line of a fact that keeps other evidence but listed
+// the erased source (with its uri, which is payload): the rendering keeps a tombstone
+// line, the edge keeps its hashes.
+MATCH (x:Record:Erasure {id: $record_id})
+WHERE x.tenant = $tenant AND x.scope = $scope
+CALL (x) {
+  MATCH (x)-[:ERASES]->(n)<-[r:INCLUDED]-(s:ContextSnapshot)
+  RETURN s, r
+  UNION
+  MATCH (x)-[:ERASES]->(:Source)<-[:EVIDENCED_BY]-(:Fact)<-[r:INCLUDED]-(s:ContextSnapshot)
+  RETURN s, r
+}
+WITH x, s, r
+WHERE r.text IS NOT NULL
 WITH x, s, collect(r) AS rels
 SET s.rendered = reduce(t = s.rendered, r IN rels |
                         replace(t, r.text, '- [erased ' + r.memory_id + ']')),

@@ -1,6 +1,14 @@
 """The context builder, its snapshots, and the trace of any memory through a snapshot
 (DESIGN.md section 7; the essay's section 6: retrieved is not remembered).
 
+**Memories of its own scope only.** A context is built from a SearchResult of the
+caller's scope (a result of another scope is refused before any query) or from hits of
+one search; every memory is then re-read in the caller's scope at that search's cutoff,
+known_at and evidence requirement (``reread``), and only what the graph holds there is
+rendered: a hit whose memory is not in the scope is refused (InputError naming it), a
+memory erased since the search is left out, and a value or source in the objects passed
+in never reaches the rendering.
+
 **Rendering** is deterministic: the same hits, task and budget give the same text. Every
 memory is one line (a conflict is one line per candidate, kept or cut together)::
 
@@ -27,16 +35,19 @@ whole and never exceeds the budget.
 considered, included and cut, token counts, the rendering and its SHA-256, the search
 query it came from, linked by ``INCLUDED`` (rendered line, line and claim hashes) to
 every memory node it rendered. The echo guard reads these hashes; an erasure scrubs an
-erased memory's line from every rendering, and removes the search query of every
+erased memory's line from every rendering (and the line of a fact that listed an erased
+source, whose uri it showed), and removes the search query of every
 snapshot that considered an erased memory or whose query names the erased entity or
 source (its id, name, an alias or a source title, as whole words of the query text or
 its entity selector; the query's words are kept for that as ``query_words``).
 
 **Trace.** ``trace`` says what happened to a memory on its way into one snapshot:
 included, cut for budget, found by the search but not considered, filtered (by which
-filter: the search is re-evaluated at the snapshot's own cutoff and known_at, which
-reproduces its filters exactly), a candidate only, stored but not matched by the query
-(``not_found``), or not stored (or stored only after the snapshot's known_at).
+filter: the search is re-evaluated in the caller's scope at the snapshot's own cutoff
+and known_at, which reproduces its filters exactly; an erased memory is filtered by
+``status:erased``), a candidate only, stored but not matched by the query
+(``not_found``), or not stored in this scope (or stored only after the snapshot's
+known_at) - whatever a snapshot lists.
 """
 
 from __future__ import annotations
@@ -49,23 +60,27 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import echo, facts, search
+from . import echo, facts, governance, limits, search
 from .db import Tx
 from .errors import InputError, NotFoundError
 from .models import (
+    Answer,
     Context,
     ContextItem,
     Evidence,
+    Experience,
     FactVersion,
     Period,
+    Require,
     Scope,
     SearchHit,
     SearchQuery,
     SearchResult,
+    TaskState,
     TraceResult,
     TraceStep,
 )
-from .values import digest
+from .values import digest, epoch
 
 Tokenizer = Callable[[str], int]
 OUTCOMES = ("included", "cut", "not_considered", "filtered", "candidate", "not_found",
@@ -224,35 +239,131 @@ def plan(task_id: str, hits: Sequence[SearchHit], token_budget: int, tokenizer: 
                 total, reserve + sum(i.tokens for i in items))
 
 
-def check_memories(memories: Any) -> tuple[list[SearchHit], SearchQuery | None]:
-    """A SearchResult, or a sequence of its hits; refused before any query otherwise."""
+@dataclass(frozen=True)
+class Memories:
+    """What a ``build_context`` call was given, checked before any query: the hits, the
+    search they came from (its query, when given a SearchResult) and the times and
+    evidence requirement that search read them at (None: no hit says; then now)."""
+
+    hits: list[SearchHit]
+    query: SearchQuery | None
+    cutoff: dt.datetime | None
+    known_at: dt.datetime | None
+    require: Require | None
+
+
+def check_memories(scope: Scope, memories: Any) -> Memories:
+    """A SearchResult of this scope, or a list of hits of one search (at most
+    ``limits.CONTEXT_MEMORIES``); refused before any query otherwise.
+
+    A SearchResult's query names its scope (the scope token in its Lucene query): a
+    result of another scope is refused, so neither its query nor its hits reach this
+    scope's snapshot. Hits alone carry no scope; ``reread`` refuses those of another."""
     if isinstance(memories, SearchResult):
-        return list(memories.hits), memories.query
+        q = memories.query
+        if q.lucene != search.lucene(scope, q.text, q.match, q.entity):
+            raise InputError("memories", f"not a search result of scope {scope.id}: a context "
+                                         "is built only from a search in its own scope")
+        limits.check_count("memories", len(memories.hits), limits.CONTEXT_MEMORIES)
+        return Memories(list(memories.hits), q, q.cutoff, q.known_at, q.require)
     if isinstance(memories, (str, bytes)) or not isinstance(memories, Sequence):
         raise InputError("memories", "a SearchResult or a list of SearchHit is required")
+    limits.check_count("memories", len(memories), limits.CONTEXT_MEMORIES)
     hits = list(memories)
     bad = [i for i, h in enumerate(hits) if not isinstance(h, SearchHit)]
     if bad:
         raise InputError(f"memories[{bad[0]}]", "a SearchHit is required (from Memory.search)")
-    return hits, None
+    answered = [(i, h.answer) for i, h in enumerate(hits) if h.answer is not None]
+    if not answered:
+        return Memories(hits, None, None, None, None)
+    first, a = answered[0]
+    for i, b in answered[1:]:
+        if (b.cutoff, b.known_at, b.require) != (a.cutoff, a.known_at, a.require):
+            raise InputError(f"memories[{i}]", f"read at cutoff {_time(b.cutoff)}, known_at "
+                             f"{_time(b.known_at)}, require {b.require}, unlike memories[{first}] "
+                             f"(cutoff {_time(a.cutoff)}, known_at {_time(a.known_at)}, require "
+                             f"{a.require}): a context is built from the hits of one search")
+    return Memories(hits, None, a.cutoff, a.known_at, a.require)
 
 
-def _times(hits: Sequence[SearchHit]) -> tuple[dt.datetime | None, dt.datetime | None]:
-    answers = [h.answer for h in hits if h.answer is not None]
-    if not answers:
-        return None, None
-    return answers[0].cutoff, answers[0].known_at
+def reread(tx: Tx, scope: Scope, given: Memories, cutoff: dt.datetime | None,
+           known_at: dt.datetime | None) -> list[SearchHit]:
+    """The hits as this scope says they are at (cutoff, known_at): nothing a context
+    renders comes from the objects the caller passed, only from the graph.
+
+    A hit whose memory is not a fact version, experience or task state of this scope is
+    refused (InputError naming it): it comes from another scope, or was made up. A fact
+    hit is its key's answer by the read rule (``fact.read``) under the search's evidence
+    requirement; an experience or task state is read back with its evidence. What is no
+    longer live there - erased since the search, or (for hits that came without their
+    search) recorded after known_at, not public by the cutoff, without live evidence -
+    is left out. A hit keeps its search position (the context's order after conflicts
+    and authority); its authority is the re-read one."""
+    if not given.hits or cutoff is None or known_at is None:  # no hits, no times
+        return []
+    row = tx.one("context.reread", ids=sorted({h.memory_id for h in given.hits}),
+                 cutoff=epoch(cutoff), known_at=epoch(known_at),
+                 **facts.require_params(given.require), **facts.scope_params(scope))
+    assert row is not None  # the statement aggregates: always one row
+    stored = {memory_id: (kind, uid) for memory_id, kind, uid in row["stored"]}
+    for i, h in enumerate(given.hits):
+        if h.memory_id not in stored:
+            raise InputError(f"memories[{i}]", f"{h.memory_id!r} is not a fact version, "
+                             f"experience or task state of scope {scope.id}: a context is "
+                             "built only from memories of its own scope")
+    answers = {row["uids"][a["i"]]: facts._answer(a, cutoff, given.require)
+               for a in row["answers"]}
+    others = governance.to_memories(row["details"], known_at=known_at, cutoff=cutoff)
+    out = []
+    for h in given.hits:
+        kind, uid = stored[h.memory_id]
+        hit = (_fact_hit(h, answers[uid]) if kind == "fact"
+               else _memory_hit(h, others[h.memory_id], cutoff, known_at))
+        if hit is not None:
+            out.append(hit)
+    return out
 
 
-def record(tx: Tx, scope: Scope, *, task_id: str, memories: Any, token_budget: int,
+def _fact_hit(hit: SearchHit, answer: Answer) -> SearchHit | None:
+    """A fact hit as its key's re-read answer shows it (None: nothing live is left)."""
+    if answer.status == "not_found":
+        return None
+    shown = [answer.version] if answer.version else list(answer.candidates)
+    strongest = max((v.authority for v in shown if v.authority), key=lambda a: a.rank,
+                    default=None)
+    return SearchHit(type="fact", memory_id=shown[0].version_id,
+                     memory_ids=tuple(v.version_id for v in shown), status=answer.status,
+                     answer=answer, rank=hit.rank.model_copy(update={"authority": strongest}))
+
+
+def _memory_hit(hit: SearchHit, item: Experience | TaskState, cutoff: dt.datetime,
+                known_at: dt.datetime) -> SearchHit | None:
+    """An experience or task state hit as read back (None: not live at the times)."""
+    experience = item if isinstance(item, Experience) else None
+    if (item.erased or item.recorded_at > known_at or item.available_by > cutoff
+            or (experience is not None and experience.authority is None)):
+        return None
+    return SearchHit(type="experience" if experience else "task_state",
+                     memory_id=item.memory_id, memory_ids=(item.memory_id,), status="active",
+                     experience=experience,
+                     task_state=item if isinstance(item, TaskState) else None,
+                     rank=hit.rank.model_copy(update={
+                         "authority": experience.authority if experience else None}))
+
+
+def record(tx: Tx, scope: Scope, *, task_id: str, memories: Memories, token_budget: int,
            tokenizer: Tokenizer | None, at: dt.datetime, call: str) -> Context:
-    """Plan the context and record its snapshot in the caller's write transaction.
+    """Re-read the memories, plan the context and record its snapshot in the caller's
+    write transaction.
 
     ``call`` names one ``build_context`` call (any retry of it passes the same): the
     snapshot's id is derived from it, not from the transaction time, so a retry after a
     commit whose acknowledgement was lost returns the snapshot already recorded."""
-    hits, query = check_memories(memories)
-    cutoff, known_at = (query.cutoff, query.known_at) if query else _times(hits)
+    query = memories.query
+    cutoff, known_at = memories.cutoff, memories.known_at
+    if memories.hits and known_at is None:  # hits that do not say when: as of now
+        cutoff = known_at = at
+    hits = reread(tx, scope, memories, cutoff, known_at)
     count = tokenizer or approx_tokens
     p = plan(task_id, hits, token_budget, count, cutoff, known_at)
     rendered_hash = hashlib.sha256(p.rendered.encode()).hexdigest()
@@ -335,6 +446,8 @@ def trace(tx: Tx, scope: Scope, snapshot_id: str, memory_id: str | None, *,
     evaluation = None
     if ctx.query is not None:
         q = {f: getattr(ctx.query, f) for f in SearchQuery.model_fields}
+        # the Lucene query of this scope, never a recorded one (which names a scope)
+        q["lucene"] = search.lucene(scope, q["text"], q["match"], q["entity"])
         evaluation = search.evaluate(tx, scope, q, exhaustive=True)
     steps = tuple(_step(tx, scope, ctx, m, evaluation) for m in ids)
     best = min(steps, key=lambda s: OUTCOMES.index(s.outcome))
@@ -343,6 +456,10 @@ def trace(tx: Tx, scope: Scope, snapshot_id: str, memory_id: str | None, *,
 
 def _step(tx: Tx, scope: Scope, ctx: Context, memory_id: str,
           evaluation: search.Evaluation | None) -> TraceStep:
+    state = tx.one("context.memory_state", id=memory_id, **facts.scope_params(scope))
+    if not state or not state["stored"]:  # whatever a snapshot lists: not of this scope
+        return TraceStep(memory_id=memory_id, outcome="not_stored",
+                         detail="no memory with this id in this scope")
     for item in ctx.included:
         if memory_id in item.memory_ids:
             return TraceStep(memory_id=memory_id, outcome="included",
@@ -353,15 +470,15 @@ def _step(tx: Tx, scope: Scope, ctx: Context, memory_id: str,
             return TraceStep(memory_id=memory_id, outcome="cut",
                              detail=f"considered at priority {item.priority}, cut for the "
                                     f"token budget ({item.reason})")
-    state = tx.one("context.memory_state", id=memory_id, **facts.scope_params(scope))
-    if not state or not state["stored"]:
-        return TraceStep(memory_id=memory_id, outcome="not_stored",
-                         detail="no memory with this id in this scope")
     recorded = facts.native(state["recorded_at"])
     if ctx.known_at is not None and recorded > ctx.known_at:
         return TraceStep(memory_id=memory_id, outcome="not_stored",
                          detail=f"stored only at {_time(recorded)}, after the snapshot's "
                                 f"known_at {_time(ctx.known_at)}")
+    if state["erased_at"] is not None:  # out of the index, so no search matches it
+        return TraceStep(memory_id=memory_id, outcome="filtered", filter="status:erased",
+                         detail=f"erased at {_time(facts.native(state['erased_at']))}: "
+                                "every read and search leaves it out")
     if evaluation is not None and memory_id in evaluation.removed:
         name = search.filter_name(evaluation.removed[memory_id])
         return TraceStep(memory_id=memory_id, outcome="filtered", filter=name,

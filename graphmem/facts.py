@@ -189,8 +189,9 @@ def entity_params(scope: Scope, entity: Entity) -> dict[str, Any]:
 
 
 def to_source_record(row: dict[str, Any]) -> SourceRecord:
-    """A SourceRecord from a ``source.get_many`` row."""
-    return SourceRecord(
+    """A SourceRecord from a ``source.get_many`` row (what is stored, not re-checked
+    against the input bounds)."""
+    return SourceRecord.model_construct(
         id=row["id"], kind=row["kind"], authority=Authority(row["authority"]),
         available_by=native(row["available_by"]), publisher=row["publisher"], uri=row["uri"],
         title=row["title"], meta=json.loads(row["meta"] or "{}"),
@@ -490,8 +491,9 @@ def shown(row: dict[str, Any]) -> list[dict[str, Any]]:
     return ordered[:1] if row["status"] == "active" else ordered
 
 
-def _answer(row: dict[str, Any], cutoff: dt.datetime) -> Answer:
-    """An Answer from a full ``fact.read`` row (its times come as epoch microseconds)."""
+def _answer(row: dict[str, Any], cutoff: dt.datetime, require: Require | None = None) -> Answer:
+    """An Answer from a full ``fact.read`` row (its times come as epoch microseconds), read
+    under ``require``."""
     candidates = [
         to_version(row["key"], with_times(c["f"], "available_by", "recorded_at", "erased_at"),
                    [with_times(e, "available_by", "recorded_at") for e in c["live"]], c["rank"])
@@ -503,6 +505,7 @@ def _answer(row: dict[str, Any], cutoff: dt.datetime) -> Answer:
         attribute=row["key"]["attribute"],
         cutoff=cutoff,
         known_at=from_micros(row["known_at"]),
+        require=require,
         version=candidates[0] if status == "active" else None,
         candidates=tuple(candidates) if status == "conflicted" else (),
         explain=Explain(**row["explain"]),
@@ -537,7 +540,7 @@ def read_answers(
     for start in range(0, len(reads), _READS):
         rows = tx.run("fact.read", reads=reads[start:start + _READS], times=times.values, brief=False,
                       **require_params(require), **scope_params(scope))
-        answers += [_answer(row, cutoff) for row in rows]
+        answers += [_answer(row, cutoff, require) for row in rows]
     return answers
 
 
@@ -556,7 +559,7 @@ def open_keys(tx: Tx, scope: Scope, entity: str | None, attribute: str | None,
 
 
 def pick_latest(answers: list[Answer], entity: str, attribute: str, cutoff: dt.datetime,
-                known_at: dt.datetime | None) -> Answer:
+                known_at: dt.datetime | None, require: Require | None) -> Answer:
     """For a read without an exact period: the latest period that has an answer."""
     found = [a for a in answers if a.status != "not_found"]
     explain = sum((a.explain for a in answers), Explain())
@@ -567,6 +570,7 @@ def pick_latest(answers: list[Answer], entity: str, attribute: str, cutoff: dt.d
             attribute=attribute,
             cutoff=cutoff,
             known_at=answers[0].known_at if answers else known_at,
+            require=require,
             explain=explain,
         )
 

@@ -31,6 +31,7 @@ from typing import Any, Literal, NamedTuple
 import networkx as nx
 from pydantic import BaseModel, ConfigDict
 
+from . import limits
 from .db import Tx
 from .errors import InputError, NotFoundError
 from .facts import native, scope_params, source_uid
@@ -90,14 +91,17 @@ def derivation_id(method: str, method_version: str, params_text: str,
 
 def normalise_inputs(inputs: dict[str, str | Sequence[str]]) -> list[dict[str, Any]]:
     """``{role: id | [ids]}`` to ordered ``[{role, position, version_id}]`` rows."""
-    if not inputs:
-        raise InputError("inputs", "a derivation needs at least one input")
+    if not inputs or not isinstance(inputs, dict):
+        raise InputError("inputs", "a derivation needs at least one input ({role: id(s)})")
     rows = []
     for role, ids in sorted(inputs.items()):
+        limits.check_id("inputs", role, limit=limits.NAME_BYTES)
         for position, vid in enumerate([ids] if isinstance(ids, str) else list(ids)):
             if not isinstance(vid, str) or not vid:
                 raise InputError(f"inputs[{role!r}]", "version ids must be non-empty strings")
+            limits.check_id(f"inputs[{role!r}][{position}]", vid)
             rows.append({"role": role, "position": position, "version_id": vid})
+    limits.check_count("inputs", len(rows), limits.IDS_PER_CALL)
     return rows
 
 
@@ -456,7 +460,9 @@ def _label(node: str, data: dict[str, Any]) -> str:
 
 
 def params_json(params: dict[str, Any]) -> str:
+    """A derivation's parameters as canonical JSON, at most ``limits.TEXT_BYTES``."""
     try:
-        return json.dumps(params, sort_keys=True, default=str)
-    except TypeError as exc:
+        text = json.dumps(params, sort_keys=True, default=str)
+    except (TypeError, ValueError) as exc:
         raise InputError("params", f"must be JSON-serialisable: {exc}") from exc
+    return limits.check_text("params", text) or text

@@ -18,7 +18,7 @@ from typing import Any
 import neo4j
 
 from . import context as contexts
-from . import facts, governance, lineage, schema
+from . import facts, governance, limits, lineage, schema, values
 from . import screen as screening
 from . import search as searching
 from .db import Database, RetryPolicy, Tx
@@ -62,6 +62,39 @@ def _aware(name: str, value: dt.datetime | None) -> dt.datetime | None:
     return value.astimezone(dt.UTC)
 
 
+def _instance(name: str, value: Any, kind: type, *, optional: bool = False) -> Any:
+    """An argument that must be a graphmem model (or None when ``optional``)."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, kind):
+        raise InputError(name, f"a graphmem.{kind.__name__} is required, got "
+                               f"{type(value).__name__}")
+    return value
+
+
+def _items(name: str, items: Iterable[Any], kind: type) -> Iterator[Any]:
+    """Each item of an iterable argument, checked to be a ``kind`` as it is taken."""
+    for n, item in enumerate(items):
+        yield _instance(f"{name}[{n}]", item, kind)
+
+
+def _revision(value: Any) -> int | None:
+    return limits.check_int("expected_revision", value, 0, 2**62, optional=True)
+
+
+def _reason(what: str, reason: Any) -> None:
+    """A non-empty reason of at most ``limits.TEXT_BYTES``."""
+    if not reason:
+        raise InputError("reason", f"{what} needs a reason")
+    limits.check_text("reason", reason)
+
+
+def _key_args(*, optional: bool = False, **names: Any) -> None:
+    """Entity and attribute arguments: identifiers (None allowed when ``optional``)."""
+    for name, value in names.items():
+        limits.check_id(name, value, optional=optional)
+
+
 def _report(result: facts.ChunkResult, rows: int) -> WriteReport:
     return WriteReport(rows=rows, created=result.created, evidence_added=result.evidence_added,
                        unchanged=result.unchanged, chunks=1, version_ids=tuple(result.version_ids or ()))
@@ -96,7 +129,7 @@ class Memory:
         self._db = Database(driver, database or "neo4j", retry)
         self._required = tuple(required_scope)
         self._clock = clock
-        self._chunk_size = chunk_size
+        self._chunk_size = limits.check_int("chunk_size", chunk_size, 1, limits.CHUNK_SIZE)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -176,11 +209,13 @@ class Memory:
     def put_entity(self, scope: Scope, entity: Entity) -> None:
         """Create or update an entity (its descriptive fields are not versioned)."""
         scope = self.scope(scope)
+        _instance("entity", entity, Entity)
         self.write(scope, "put_entity", lambda tx, at: facts.put_entity(tx, scope, entity, at))
 
     def record_source(self, scope: Scope, source: Source) -> bool:
         """Record a source; re-recording the identical source changes nothing (returns False)."""
         scope = self.scope(scope)
+        _instance("source", source, Source)
         return self.write(scope, "record_source", lambda tx, at: facts.record_source(tx, scope, source, at))
 
     def assert_fact(
@@ -192,6 +227,8 @@ class Memory:
         revision (0 for a new key); without it, concurrent writers serialise.
         """
         scope = self.scope(scope)
+        _instance("fact", fact, FactIn)
+        _revision(expected_revision)
 
         def work(tx: Tx, at: Any) -> FactVersion:
             result = facts.write_facts(tx, scope, [fact], at, expected_revision)
@@ -203,7 +240,7 @@ class Memory:
         """Assert many facts, ``chunk_size`` per transaction; a failed chunk leaves nothing."""
         scope = self.scope(scope)
         total = WriteReport()
-        for chunk in _chunks(items, self._chunk_size):
+        for chunk in _chunks(_items("facts", items, FactIn), self._chunk_size):
             report = self.write(
                 scope, "assert_facts",
                 lambda tx, at, c=chunk, o=total.rows: _report(facts.write_facts(tx, scope, c, at, offset=o), len(c)),
@@ -215,10 +252,15 @@ class Memory:
                items: Iterable[FactIn] = ()) -> WriteReport:
         """Record sources and assert facts in ONE write transaction: all of it or nothing.
 
-        For a unit that must not be split — a filing and every value it reports.
+        For a unit that must not be split — a filing and every value it reports. At most
+        ``limits.RECORD_SOURCES`` sources and ``limits.RECORD_ITEMS`` facts.
         """
         scope = self.scope(scope)
         sources, items = list(sources), list(items)
+        limits.check_count("sources", len(sources), limits.RECORD_SOURCES)
+        limits.check_count("items", len(items), limits.RECORD_ITEMS)
+        sources = list(_items("sources", sources, Source))
+        items = list(_items("items", items, FactIn))
 
         def work(tx: Tx, at: Any) -> WriteReport:
             new = sum(facts.record_source(tx, scope, source, at) for source in sources)
@@ -230,8 +272,9 @@ class Memory:
     def invalidate(self, scope: Scope, version_id: str, reason: str, *, by: str | None = None) -> FactVersion:
         """Mark a version as wrong from now on (known_at before now still shows it)."""
         scope = self.scope(scope)
-        if not reason:
-            raise InputError("reason", "an invalidation needs a reason")
+        limits.check_id("version_id", version_id)
+        _reason("an invalidation", reason)
+        limits.check_id("by", by, optional=True, limit=limits.NAME_BYTES)
 
         def work(tx: Tx, at: Any) -> FactVersion:
             self._existing(tx, scope, [version_id])
@@ -249,10 +292,17 @@ class Memory:
         the conflict that existed then.
         """
         scope = self.scope(scope)
+        versions = limits.check_ids("versions", versions)
         if not versions:
             raise InputError("versions", "name at least one version to resolve")
         if not by:
             raise InputError("by", "a resolution names who made it")
+        limits.check_id("by", by, limit=limits.NAME_BYTES)
+        _reason("a resolution", reason)
+        try:
+            value = values.typed(value)
+        except ValueError as exc:
+            raise InputError("value", str(exc)) from None
 
         # one id per call, the same for its retries: a retry after a commit whose
         # acknowledgement was lost finds the resolution instead of recording a second
@@ -320,8 +370,10 @@ class Memory:
         scope = self.scope(scope)
         if (entity is None) == (source_id is None):
             raise InputError("erase", "give exactly one of entity= or source_id=")
-        if not reason:
-            raise InputError("reason", "an erasure needs a reason")
+        limits.check_id("entity", entity, optional=True)
+        limits.check_id("source_id", source_id, optional=True)
+        _reason("an erasure", reason)
+        limits.check_id("by", by, optional=True, limit=limits.NAME_BYTES)
         e_uid = facts.entity_uid(scope, entity) if entity else None
         s_uid = facts.source_uid(scope, source_id) if source_id else None
 
@@ -376,6 +428,11 @@ class Memory:
         that day (units, definitions, durations), InputError asks which.
         """
         scope = self.scope(scope)
+        _key_args(entity=entity, attribute=attribute)
+        limits.check_text("unit", unit, limits.IDENTIFIER_BYTES, optional=True)
+        limits.check_text("definition", definition, limits.IDENTIFIER_BYTES, optional=True)
+        _instance("period", period, Period, optional=True)
+        _instance("require", require, Require, optional=True)
         cutoff = _aware("cutoff", cutoff)
         known_at = _aware("known_at", known_at) or self._now()
         selector = {
@@ -392,7 +449,7 @@ class Memory:
         )
         if not answers and known_at is None:  # nothing matched: say when we looked
             known_at = self.server_now()
-        return facts.pick_latest(answers, entity, attribute, cutoff, known_at)
+        return facts.pick_latest(answers, entity, attribute, cutoff, known_at, require)
 
     def facts_as_of(
         self,
@@ -411,6 +468,11 @@ class Memory:
         (cutoff, known_at); keys with nothing live are left out. Sorted by period end,
         then entity and attribute."""
         scope = self.scope(scope)
+        _key_args(entity=entity, attribute=attribute, optional=True)
+        for name, day in (("valid_from", valid_from), ("valid_to", valid_to)):
+            if day is not None and (not isinstance(day, dt.date) or isinstance(day, dt.datetime)):
+                raise InputError(name, f"a date is required, got {type(day).__name__}")
+        _instance("require", require, Require, optional=True)
         cutoff = _aware("cutoff", cutoff)
         known_at = _aware("known_at", known_at) or self._now()
         if valid_from is not None and valid_to is not None and valid_from > valid_to:
@@ -462,6 +524,8 @@ class Memory:
     ) -> list[FactVersion]:
         """Every version of the key(s), with evidence and lifecycle records, both time axes."""
         scope = self.scope(scope)
+        _key_args(entity=entity, attribute=attribute)
+        _instance("period", period, Period, optional=True)
 
         def work(tx: Tx) -> list[FactVersion]:
             rows = tx.run(
@@ -478,18 +542,21 @@ class Memory:
     def source(self, scope: Scope, source_id: str) -> SourceRecord | None:
         """A recorded source with its meta and transaction time (None if unknown here)."""
         scope = self.scope(scope)
+        limits.check_id("source_id", source_id)
         row = self._db.read_one("source.get_many", uids=[facts.source_uid(scope, source_id)],
                                 **facts.scope_params(scope))
         return facts.to_source_record(row) if row else None
 
     def entity(self, scope: Scope, entity_id: str) -> Entity | None:
-        """An entity by id (None if unknown in this scope)."""
+        """An entity by id (None if unknown in this scope), as stored."""
         scope = self.scope(scope)
+        limits.check_id("entity_id", entity_id)
         row = self._db.read_one("entity.get", uid=facts.entity_uid(scope, entity_id),
                                 **facts.scope_params(scope))
         if row is None:
             return None
-        return Entity(id=row["id"], name=row["name"], kind=row["kind"], aliases=tuple(row["aliases"]))
+        return Entity.model_construct(id=row["id"], name=row["name"], kind=row["kind"],
+                                      aliases=tuple(row["aliases"]))
 
     def counts(self, scope: Scope) -> dict[str, int]:
         """How many entities, sources, derivations, fact keys, versions and evidence edges."""
@@ -499,6 +566,7 @@ class Memory:
     def versions(self, scope: Scope, version_ids: list[str]) -> list[FactVersion]:
         """Versions by id (unknown ids are left out)."""
         scope = self.scope(scope)
+        version_ids = limits.check_ids("version_ids", version_ids)
         return self._db.read(lambda tx: facts.versions_by_id(tx, scope, version_ids), "versions")
 
     def _existing(self, tx: Tx, scope: Scope, version_ids: list[str]) -> list[FactVersion]:
@@ -531,6 +599,9 @@ class Memory:
         cutoff = _aware("cutoff", cutoff)
         if not method or not method_version:
             raise InputError("method", "a derivation needs a method and a method version")
+        limits.check_id("method", method, limit=limits.NAME_BYTES)
+        limits.check_id("method_version", method_version, limit=limits.NAME_BYTES)
+        _instance("output", output, FactIn)
         rows = lineage.normalise_inputs(inputs)
         params_text = lineage.params_json(params)
         key_uid = facts.KeySpec.of(scope, output).uid
@@ -571,6 +642,9 @@ class Memory:
     ) -> lineage.ImpactReport:
         """What lies downstream of a source (as if retracted) or a version (as if invalid)."""
         scope = self.scope(scope)
+        limits.check_id("source_id", source_id, optional=True)
+        limits.check_id("version_id", version_id, optional=True)
+        limits.check_int("max_depth", max_depth, 0, limits.DEPTH, optional=True)
         cutoff = _aware("cutoff", cutoff)
         known_at = _aware("known_at", known_at) or self._now() or self.server_now()
         return self._db.read(
@@ -587,8 +661,9 @@ class Memory:
         still see the old state. Returns the impact report it applied.
         """
         scope = self.scope(scope)
-        if not reason:
-            raise InputError("reason", "a retraction needs a reason")
+        limits.check_id("source_id", source_id)
+        _reason("a retraction", reason)
+        limits.check_id("by", by, optional=True, limit=limits.NAME_BYTES)
 
         def work(tx: Tx, at: Any) -> lineage.ImpactReport:
             report = lineage.impact(tx, scope, source_id=source_id, version_id=None,
@@ -606,6 +681,8 @@ class Memory:
                 max_depth: int | None = None) -> Any:
         """The lineage of a version as a ``networkx.DiGraph`` (edges from input to output)."""
         scope = self.scope(scope)
+        limits.check_id("version_id", version_id)
+        limits.check_int("max_depth", max_depth, 0, limits.DEPTH, optional=True)
         known_at = self._now() or self.server_now()
         return self._db.read(
             lambda tx: lineage.lineage_graph(tx, scope, version_id, direction, max_depth,
@@ -622,8 +699,7 @@ class Memory:
         """The gated fact write for agents: live if its sources and entity are recorded,
         else kept as a candidate with the reasons (``assert_fact`` raises instead)."""
         scope = self.scope(scope)
-        if not isinstance(fact, FactIn):
-            raise InputError("fact", "a graphmem.FactIn is required")
+        _instance("fact", fact, FactIn)
         return self.write(scope, "remember_fact",
                           lambda tx, at: governance.remember_fact(tx, scope, fact, at))
 
@@ -631,8 +707,7 @@ class Memory:
         """Store an experience: live with an observed outcome and validating evidence,
         else a candidate. An outcome that echoes injected memory raises EchoError."""
         scope = self.scope(scope)
-        if not isinstance(experience, ExperienceIn):
-            raise InputError("experience", "a graphmem.ExperienceIn is required")
+        _instance("experience", experience, ExperienceIn)
         return self.write(scope, "remember_experience",
                           lambda tx, at: governance.remember_experience(tx, scope, experience, at))
 
@@ -644,14 +719,15 @@ class Memory:
         task is at that revision; re-sending the current state changes nothing.
         """
         scope = self.scope(scope)
-        if not isinstance(state, TaskStateIn):
-            raise InputError("state", "a graphmem.TaskStateIn is required")
+        _instance("state", state, TaskStateIn)
+        _revision(expected_revision)
         return self.write(scope, "save_task_state", lambda tx, at: governance.save_task_state(
             tx, scope, state, at, expected_revision))
 
     def memories(self, scope: Scope, memory_ids: list[str]) -> list[Experience | TaskState]:
         """Experiences and task states by id (unknown ids are left out), as of now."""
         scope = self.scope(scope)
+        memory_ids = limits.check_ids("memory_ids", memory_ids)
         known_at = self._now() or self.server_now()
         found = self._db.read(lambda tx: governance.load_memories(
             tx, scope, memory_ids, known_at=known_at, cutoff=None), "memories")
@@ -668,8 +744,10 @@ class Memory:
     def approve(self, scope: Scope, candidate_id: str, *, by: str) -> Remembered:
         """Make a candidate live, vouched for by ``by`` (see governance.approve)."""
         scope = self.scope(scope)
+        limits.check_id("candidate_id", candidate_id)
         if not by:
             raise InputError("by", "an approval names who made it")
+        limits.check_id("by", by, limit=limits.NAME_BYTES)
         return self.write(scope, "approve",
                           lambda tx, at: governance.approve(tx, scope, candidate_id, by, at))
 
@@ -677,8 +755,9 @@ class Memory:
                by: str | None = None) -> Candidate:
         """Record that a candidate must never become live, and why."""
         scope = self.scope(scope)
-        if not reason:
-            raise InputError("reason", "a rejection needs a reason")
+        limits.check_id("candidate_id", candidate_id)
+        _reason("a rejection", reason)
+        limits.check_id("by", by, optional=True, limit=limits.NAME_BYTES)
         return self.write(scope, "reject", lambda tx, at: governance.reject(
             tx, scope, candidate_id, reason, by, at))
 
@@ -712,24 +791,29 @@ class Memory:
 
     def build_context(self, scope: Scope, *, task_id: str, memories: Any, token_budget: int,
                       tokenizer: Callable[[str], int] | None = None) -> Context:
-        """Render ``memories`` (a SearchResult or its hits) within ``token_budget`` and record
-        the context snapshot (see graphmem/context.py)."""
+        """Render ``memories`` (a SearchResult of this scope, or hits of one search) within
+        ``token_budget`` and record the context snapshot (see graphmem/context.py).
+
+        Every memory is re-read in this scope at the search's cutoff and known_at: what
+        is rendered is what the graph holds (an erased memory is left out), and a hit of
+        another scope is refused with InputError."""
         scope = self.scope(scope)
         if not isinstance(task_id, str) or not task_id:
             raise InputError("task_id", "a context belongs to a task: give its id")
-        if not isinstance(token_budget, int) or isinstance(token_budget, bool) or token_budget < 1:
-            raise InputError("token_budget", "must be a positive integer")
+        limits.check_id("task_id", task_id)
+        limits.check_int("token_budget", token_budget, 1, limits.TOKEN_BUDGET)
         if tokenizer is not None and not callable(tokenizer):
             raise InputError("tokenizer", "must be a callable str -> int")
-        contexts.check_memories(memories)
+        given = contexts.check_memories(scope, memories)
         call = uuid.uuid4().hex  # one per call: the same for its retries
         return self.write(scope, "build_context", lambda tx, at: contexts.record(
-            tx, scope, task_id=task_id, memories=memories, token_budget=token_budget,
+            tx, scope, task_id=task_id, memories=given, token_budget=token_budget,
             tokenizer=tokenizer, at=at, call=call))
 
     def context_snapshot(self, scope: Scope, snapshot_id: str) -> Context:
         """A recorded context snapshot: what was considered, included, cut, and rendered."""
         scope = self.scope(scope)
+        limits.check_id("snapshot_id", snapshot_id)
         return self._db.read(lambda tx: contexts.load(tx, scope, snapshot_id), "context_snapshot")
 
     def trace(self, scope: Scope, snapshot_id: str, memory_id: str | None = None, *,
@@ -741,6 +825,10 @@ class Memory:
         scope = self.scope(scope)
         if (memory_id is None) == (entity is None or attribute is None):
             raise InputError("trace", "give memory_id=, or entity= and attribute=")
+        limits.check_id("snapshot_id", snapshot_id)
+        limits.check_id("memory_id", memory_id, optional=True)
+        _key_args(entity=entity, attribute=attribute, optional=True)
+        _instance("period", period, Period, optional=True)
         return self._db.read(lambda tx: contexts.trace(
             tx, scope, snapshot_id, memory_id, entity=entity, attribute=attribute,
             period=period), "trace")

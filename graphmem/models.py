@@ -3,12 +3,22 @@
 All models are pydantic v2 and immutable. Times are timezone-aware (a naive datetime
 is refused, naming the field) and normalised to UTC. Fact values are typed: a
 ``Decimal`` (kept exactly, compared numerically), text, a boolean or a ``date``.
+
+The input models (``Scope``, ``Period``, ``Entity``, ``Source``, ``FactIn``, ``Require``,
+``ExperienceIn``, ``TaskStateIn``) hold every field to its bound (graphmem/limits.py)
+and raise :class:`~graphmem.errors.InputError` naming the model and field, e.g.
+``FactIn.attribute: 9,000 bytes in UTF-8; at most 2,048`` - when they are built,
+validated, or copied with ``model_copy(update=...)`` - so nothing out of bounds reaches
+a query. The models graphmem returns are not re-checked: they hold what is stored.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from enum import StrEnum
 from functools import cached_property
@@ -19,10 +29,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ValidationError,
     field_validator,
     model_validator,
 )
 
+from . import limits, values
 from .errors import InputError, ScopeError
 
 
@@ -34,6 +46,103 @@ def _aware_utc(value: dt.datetime) -> dt.datetime:
 
 AwareDatetime = Annotated[dt.datetime, AfterValidator(_aware_utc)]
 FactValue = Decimal | bool | dt.date | str
+
+
+def _within(limit: int) -> AfterValidator:
+    """A string of at most ``limit`` UTF-8 bytes (graphmem/limits.py)."""
+
+    quick = limit // 4  # no character takes more than four bytes
+
+    def check(value: str) -> str:
+        if len(value) <= quick:  # nearly every value: no call, no encoding
+            return value
+        problem = limits.utf8_problem(value, limit)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    return AfterValidator(check)
+
+
+# Identifiers: indexed, or part of a fact key (limits.IDENTIFIER_BYTES); a Key may be ""
+Identifier = Annotated[str, Field(min_length=1), _within(limits.IDENTIFIER_BYTES)]
+Key = Annotated[str, _within(limits.IDENTIFIER_BYTES)]
+Text = Annotated[str, _within(limits.TEXT_BYTES)]  # free text (limits.TEXT_BYTES)
+Identifiers = Annotated[tuple[Identifier, ...], Field(max_length=limits.LIST_ITEMS)]
+Texts = Annotated[tuple[Text, ...], Field(max_length=limits.LIST_ITEMS)]
+
+
+_MODEL_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def _place(part: int | str) -> str:
+    """One step of a field's location; a long dict key (itself the bad input) shortened."""
+    if isinstance(part, int):
+        return f"[{part}]"
+    return f".{part}" if len(part) <= 64 else f".{part[:40]}...({len(part):,} characters)"
+
+
+def input_error(model: str, exc: ValidationError) -> InputError:
+    """A pydantic ValidationError as graphmem's InputError, naming the model and field
+    of the first problem (``FactIn.period.end``, ``ExperienceIn.procedure[3]``).
+
+    A nested input model raises its own InputError (pydantic runs its ``__init__``),
+    which arrives here as the error's cause: its place is appended to this one's."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    where = model + "".join(_place(p) for p in first["loc"])
+    reason = first["msg"].removeprefix("Value error, ")
+    inner = (first.get("ctx") or {}).get("error")
+    if isinstance(inner, InputError):
+        name = _MODEL_NAME.match(inner.where)
+        where += inner.where[name.end():] if name else ""
+        reason = inner.reason
+    if len(errors) > 1:
+        reason += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
+    return InputError(where, reason)
+
+
+@contextmanager
+def _input_errors(model: str) -> Iterator[None]:
+    try:
+        yield
+    except ValidationError as exc:
+        raise input_error(model, exc) from exc
+
+
+class _RaisesInputErrorMeta(type(BaseModel)):  # type: ignore[misc]
+    """Building an input model, ``Model(...)``, raises InputError on bad input.
+
+    In the metaclass rather than an ``__init__`` override: pydantic runs a model that
+    defines its own ``__init__`` through Python, which tripled the cost of a FactIn."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        try:  # not _input_errors: a generator per model built costs as much as a field
+            return super().__call__(*args, **kwargs)
+        except ValidationError as exc:
+            raise input_error(cls.__name__, exc) from exc
+
+
+class _RaisesInputError:
+    """For input models: validating one raises InputError (see :func:`input_error`), and
+    ``model_copy(update=...)`` validates the copy as a new model would be."""
+
+    @classmethod
+    def model_validate(cls, obj: Any, **options: Any) -> Any:
+        with _input_errors(cls.__name__):
+            return super().model_validate(obj, **options)  # type: ignore[misc]
+
+    @classmethod
+    def model_validate_json(cls, data: Any, **options: Any) -> Any:
+        with _input_errors(cls.__name__):
+            return super().model_validate_json(data, **options)  # type: ignore[misc]
+
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> Any:
+        if not update:
+            return super().model_copy(deep=deep)  # type: ignore[misc]
+        fields = {name: getattr(self, name) for name in type(self).model_fields}
+        extra = getattr(self, "__pydantic_extra__", None) or {}
+        return self.model_validate({**fields, **extra, **update})
 
 
 class Authority(StrEnum):
@@ -53,23 +162,35 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Scope(BaseModel):
+class _In(_RaisesInputError, _Model, metaclass=_RaisesInputErrorMeta):
+    """An input model: bounded fields, InputError on bad input."""
+
+
+class Scope(_RaisesInputError, BaseModel, metaclass=_RaisesInputErrorMeta):
     """Where a call may look and write: a tenant plus any keys the deployment requires.
 
     ``Scope(tenant="acme", project="q3")``. Every read and write is confined to exactly
-    this scope; a missing tenant or required key raises before any query runs.
+    this scope; a missing tenant or required key raises before any query runs. Bounds:
+    the tenant ``limits.TENANT_BYTES``, at most ``limits.SCOPE_KEYS`` keys, the whole
+    scope (``id``) ``limits.SCOPE_BYTES``.
     """
 
     model_config = ConfigDict(frozen=True, extra="allow")
-    tenant: str
+    tenant: Annotated[str, _within(limits.TENANT_BYTES)]
 
     @model_validator(mode="after")
     def _check(self) -> Scope:
         if not self.tenant or not self.tenant.strip():
             raise ValueError("tenant must be a non-empty string")
-        for key, value in self.keys().items():
+        keys = self.keys()
+        if len(keys) > limits.SCOPE_KEYS:
+            raise ValueError(f"{len(keys)} scope keys; at most {limits.SCOPE_KEYS}")
+        for key, value in keys.items():
             if not isinstance(value, str) or not value:
                 raise ValueError(f"scope key {key!r} must be a non-empty string")
+        problem = limits.utf8_problem(self.id, limits.SCOPE_BYTES)
+        if problem:
+            raise ValueError(f"the scope (tenant, key names and values) is {problem}")
         return self
 
     def keys(self) -> dict[str, str]:
@@ -98,7 +219,7 @@ def check_scope(scope: Any, required: tuple[str, ...]) -> Scope:
     return scope
 
 
-class Period(_Model):
+class Period(_In):
     """Valid time of a fact: an instant (``end`` only) or a duration (inclusive dates)."""
 
     start: dt.date | None = None
@@ -119,26 +240,34 @@ class Period(_Model):
         return None if self.start is None else (self.end - self.start).days + 1
 
 
-class Entity(_Model):
+class Entity(_In):
     """Something facts are about: a company, a person, a service."""
 
-    id: str = Field(min_length=1)
-    name: str | None = None
-    kind: str | None = None
-    aliases: tuple[str, ...] = ()
+    id: Identifier
+    name: Text | None = None
+    kind: Identifier | None = None
+    aliases: Identifiers = ()
 
 
-class Source(_Model):
+class Source(_In):
     """A document or event that evidences facts, with the time it became public."""
 
-    id: str = Field(min_length=1)
-    kind: str = Field(min_length=1)
+    id: Identifier
+    kind: Identifier
     authority: Authority
     available_by: AwareDatetime
-    publisher: str | None = None
-    uri: str | None = None
-    title: str | None = None
-    meta: dict[str, str] = Field(default_factory=dict)
+    publisher: Identifier | None = None
+    uri: Text | None = None
+    title: Text | None = None
+    meta: dict[Identifier, Text] = Field(default_factory=dict)
+
+    @field_validator("meta")
+    @classmethod
+    def _meta_size(cls, meta: dict[str, str]) -> dict[str, str]:
+        problem = limits.utf8_problem(json.dumps(meta, ensure_ascii=False), limits.META_BYTES)
+        if problem:
+            raise ValueError(f"as JSON, {problem}")
+        return meta
 
     @property
     def publisher_id(self) -> str:
@@ -146,45 +275,33 @@ class Source(_Model):
         return self.publisher or f"source:{self.id}"
 
 
-class FactIn(_Model):
+class FactIn(_In):
     """One assertion: ``entity``'s ``attribute`` has ``value`` for ``period``, per ``sources``.
 
-    ``available_by`` defaults to the latest ``available_by`` of its sources.
+    ``available_by`` defaults to the latest ``available_by`` of its sources. The value is
+    checked by :func:`graphmem.values.typed` (types and bounds).
     """
 
-    entity: str = Field(min_length=1)
-    attribute: str = Field(min_length=1)
+    entity: Identifier
+    attribute: Identifier
     value: FactValue
     period: Period
-    sources: tuple[str, ...] = ()
-    unit: str = ""
-    definition: str = ""
+    sources: Identifiers = ()
+    unit: Key = ""
+    definition: Key = ""
     available_by: AwareDatetime | None = None
 
     @field_validator("value", mode="before")
     @classmethod
     def _typed(cls, value: Any) -> Any:
-        if isinstance(value, float):
-            raise ValueError("floats are refused: pass a Decimal or a string of digits")
-        if isinstance(value, int) and not isinstance(value, bool):
-            return Decimal(value)
-        if isinstance(value, dt.datetime):
-            raise ValueError("datetimes are not fact values; pass a date")
-        return value
-
-    @field_validator("value")
-    @classmethod
-    def _finite(cls, value: Any) -> Any:
-        if isinstance(value, Decimal) and not value.is_finite():
-            raise ValueError("decimal values must be finite")
-        return value
+        return values.typed(value)
 
 
-class Require(_Model):
+class Require(_In):
     """Evidence a read insists on: a minimum authority and/or source kinds."""
 
     min_authority: Authority | None = None
-    kinds: tuple[str, ...] | None = None
+    kinds: Identifiers | None = None
 
 
 class Evidence(_Model):
@@ -260,13 +377,15 @@ class Explain(_Model):
 
 
 class Answer(_Model):
-    """The result of an as-of read: the version chosen, or every candidate of a conflict."""
+    """The result of an as-of read: the version chosen, or every candidate of a conflict,
+    at (``cutoff``, ``known_at``) under the evidence requirement ``require``."""
 
     status: Literal["active", "conflicted", "not_found"]
     entity: str
     attribute: str
     cutoff: dt.datetime
     known_at: dt.datetime
+    require: Require | None = None
     version: FactVersion | None = None
     candidates: tuple[FactVersion, ...] = ()
     explain: Explain = Explain()
@@ -352,7 +471,7 @@ MemoryType = Literal["fact", "experience", "task_state"]
 MEMORY_TYPES: tuple[MemoryType, ...] = ("fact", "experience", "task_state")
 
 
-class ExperienceIn(_Model):
+class ExperienceIn(_In):
     """A procedure and what was observed when it ran: reusable only once validated.
 
     Write gate: an observed ``outcome`` and at least one validating ``evidence`` source
@@ -360,16 +479,16 @@ class ExperienceIn(_Model):
     makes a re-sent write idempotent; without it the content is the idempotency key.
     """
 
-    trigger: str = Field(min_length=1)
-    preconditions: tuple[str, ...] = ()
-    procedure: tuple[str, ...] = ()
-    outcome: str | None = None
-    evidence: tuple[str, ...] = ()
-    entities: tuple[str, ...] = ()
-    event_id: str | None = None
+    trigger: Annotated[Text, Field(min_length=1)]
+    preconditions: Texts = ()
+    procedure: Texts = ()
+    outcome: Text | None = None
+    evidence: Identifiers = ()
+    entities: Identifiers = ()
+    event_id: Identifier | None = None
 
 
-class TaskStateIn(_Model):
+class TaskStateIn(_In):
     """Where a task stands: goal, checkpoint, open items, artifact references.
 
     Write gate: a ``task_id``. A task state lives with its task (each save is a new
@@ -377,13 +496,13 @@ class TaskStateIn(_Model):
     ``available_by`` defaults to the time it is recorded.
     """
 
-    task_id: str | None = None
-    goal: str = Field(min_length=1)
-    checkpoint: str = ""
-    open_items: tuple[str, ...] = ()
-    artifact_refs: tuple[str, ...] = ()
-    entities: tuple[str, ...] = ()
-    event_id: str | None = None
+    task_id: Key | None = None
+    goal: Annotated[Text, Field(min_length=1)]
+    checkpoint: Text = ""
+    open_items: Texts = ()
+    artifact_refs: Identifiers = ()
+    entities: Identifiers = ()
+    event_id: Identifier | None = None
     available_by: AwareDatetime | None = None
 
 

@@ -59,14 +59,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
-from . import facts
+from . import facts, limits
 from .db import Tx
 from .errors import InputError
 from .models import Answer, Explain, FactVersion, Period, Require, Scope, Screen
 from .values import epoch, from_micros
 
-MAX_TEXT = 4_000
-MAX_ENTITIES = 100_000
 YEARS = range(1000, 9999)
 QUARTER_DAYS = (61, 121)  # 91 +/- 30, both ends counted
 YEAR_DAYS = (335, 395)  # 365 +/- 30
@@ -196,10 +194,10 @@ def frame_of(period: Period) -> str | None:
 
 
 def _text(name: str, value: Any, *, empty: bool = False) -> str:
+    """An identifier argument (``limits.IDENTIFIER_BYTES``; ``empty``: "" allowed)."""
     if not isinstance(value, str) or (not value and not empty):
         raise InputError(name, "a non-empty string is required" if not empty else "a string is required")
-    if len(value) > MAX_TEXT:
-        raise InputError(name, f"{len(value)} characters; at most {MAX_TEXT}")
+    limits.check_text(name, value, limits.IDENTIFIER_BYTES)
     return value
 
 
@@ -212,8 +210,8 @@ def entity_list(entities: Any) -> tuple[str, ...] | None:
     out: dict[str, None] = {}
     for n, entity in enumerate(entities):
         out[_text(f"entities[{n}]", entity)] = None
-        if len(out) > MAX_ENTITIES:
-            raise InputError("entities", f"more than {MAX_ENTITIES} entities")
+        if len(out) > limits.SCREEN_ENTITIES:
+            raise InputError("entities", f"more than {limits.SCREEN_ENTITIES:,} entities")
     if not out:
         raise InputError("entities", "empty: give at least one entity id, or None for every entity "
                                      "that reported the attribute")
@@ -279,7 +277,8 @@ def read(tx: Tx, scope: Scope, q: Query) -> tuple[dt.datetime, list[str], list[s
     """``screen.read``: (known_at, universe, unknown entities, an Answer per matched key)."""
     row = tx.one("screen.read", q=q.params(), **facts.require_params(q.require), **facts.scope_params(scope))
     assert row is not None  # the statement always returns its one row
-    answers = [facts._answer(a, q.cutoff) for a in sorted(row["answers"], key=lambda a: a["i"])]
+    answers = [facts._answer(a, q.cutoff, q.require)
+               for a in sorted(row["answers"], key=lambda a: a["i"])]
     return from_micros(row["known_at"]), row["universe"], row["unknown"], answers
 
 

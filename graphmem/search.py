@@ -82,7 +82,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import facts, governance, indexing
+from . import facts, governance, indexing, limits
 from .db import Tx
 from .errors import InputError
 from .models import (
@@ -149,7 +149,8 @@ def words(*texts: str | None) -> str:
 
 
 def lucene(scope: Scope, text: str | None, match: str, entity: str | None) -> str:
-    """The full-text query: the scope token, the text's terms, the entity id if given."""
+    """The full-text query: the scope token, the text's terms (at most
+    ``limits.SEARCH_TERMS``, each one clause), the entity id if given."""
     parts = [f"+search_scope:{_phrase(indexing.scope_token(scope))}^0"]
     if text is not None:
         clauses = []
@@ -160,6 +161,9 @@ def lucene(scope: Scope, text: str | None, match: str, entity: str | None) -> st
             clauses.append(("+" if required else "") + _phrase(token))
         if not clauses:
             raise InputError("text", "nothing searchable: only stop words or punctuation")
+        if len(clauses) > limits.SEARCH_TERMS:
+            raise InputError("text", f"{len(clauses):,} searchable words; at most "
+                                     f"{limits.SEARCH_TERMS} (each is a clause of the query)")
         parts.append("+search_text:(" + " ".join(clauses) + ")")
     if entity is not None:  # narrows the index lookup; the entity filter still decides
         parts.append(f"+search_text:{_phrase(entity)}")
@@ -170,8 +174,7 @@ def make_query(scope: Scope, *, text: str | None, match: str, types: Any, entity
                task_id: str | None, cutoff: dt.datetime | None, known_at: dt.datetime | None,
                require: Require | None, limit: int) -> dict[str, Any]:
     """Check a search's arguments before any query; the fields of its SearchQuery."""
-    if text is not None and not isinstance(text, str):
-        raise InputError("text", f"a string is required, got {type(text).__name__}")
+    limits.check_text("text", text, limits.SEARCH_TEXT_BYTES, optional=True)
     if match not in ("all", "any"):
         raise InputError("match", "must be 'all' or 'any'")
     types = tuple(MEMORY_TYPES if types is None else ([types] if isinstance(types, str)
@@ -179,11 +182,9 @@ def make_query(scope: Scope, *, text: str | None, match: str, types: Any, entity
     unknown = [t for t in types if t not in MEMORY_TYPES]
     if unknown or not types:
         raise InputError("types", f"must be some of {', '.join(MEMORY_TYPES)}; got {unknown}")
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
-        raise InputError("limit", "must be an integer from 1 to 1000")
-    for name, value in (("entity", entity), ("task_id", task_id)):
-        if value is not None and (not isinstance(value, str) or not value):
-            raise InputError(name, "must be a non-empty string")
+    limits.check_int("limit", limit, 1, limits.SEARCH_LIMIT)
+    limits.check_id("entity", entity, optional=True)
+    limits.check_id("task_id", task_id, optional=True)
     if require is not None and not isinstance(require, Require):
         raise InputError("require", "a graphmem.Require is required")
     return {"text": text, "match": match, "lucene": lucene(scope, text, match, entity),
@@ -204,7 +205,8 @@ class _Hit:
     authority: int
     available_ms: int  # available_by as epoch milliseconds
     tie: str
-    read: tuple[dict[str, Any], dt.datetime] | None = None  # a fact key's fact.read row, cutoff
+    # a fact key's fact.read row, with the search's cutoff and evidence requirement
+    read: tuple[dict[str, Any], dt.datetime, Require | None] | None = None
 
     def key(self) -> tuple[Any, ...]:
         return _key(self.authority, self.score, self.available_ms, self.tie)
@@ -294,7 +296,7 @@ def _evaluate(tx: Tx, scope: Scope, q: dict[str, Any], *, lazy: bool,
                                                    cutoff=cutoff))
     keys = _keys(row["keys"])
     # the first batch, read by search.hits itself
-    _read(ev, {k: keys[k][1] for k in row["read"]}, row["answers"], cutoff)
+    _read(ev, {k: keys[k][1] for k in row["read"]}, row["answers"], cutoff, q["require"])
     pending = sorted(set(keys) - set(row["read"]), key=lambda k: _bound(k, keys[k]))
     left = row["key_count"] - len(keys)  # keys search.hits did not return: none of
     last = _bound(*next(reversed(keys.items()))) if keys else None  # them has a better bound
@@ -317,8 +319,8 @@ def _evaluate(tx: Tx, scope: Scope, q: dict[str, Any], *, lazy: bool,
             break
         batch, pending = pending[:min(size, reach)], pending[min(size, reach):]
         size *= 2
-        _read(ev, {k: keys[k][1] for k in batch}, _answers(tx, scope, batch, cutoff, known_at,
-                                                           req), cutoff)
+        _read(ev, {k: keys[k][1] for k in batch}, read_keys(tx, scope, batch, cutoff, known_at,
+                                                            req), cutoff, q["require"])
     if row["skipped"] and not _settled(ev, limit, row["frontier"]):
         return None
     return ev
@@ -343,9 +345,9 @@ def _bound(uid: str, key: Key) -> tuple[Any, ...]:
     return _key(rank, *max(matched.values()), uid)
 
 
-def _answers(tx: Tx, scope: Scope, uids: list[str], cutoff: dt.datetime,
-             known_at: dt.datetime, req: dict[str, Any]) -> list[dict[str, Any]]:
-    """The read rule on these keys (by uid) at the search's (cutoff, known_at): one
+def read_keys(tx: Tx, scope: Scope, uids: list[str], cutoff: dt.datetime,
+              known_at: dt.datetime, req: dict[str, Any]) -> list[dict[str, Any]]:
+    """The read rule on these keys (by uid) at a search's (cutoff, known_at): one
     ``fact.read`` row per key, ``i`` its index in ``uids`` (as search.hits reads them)."""
     times = facts.Times()
     reads = [{"i": i, "uid": uid, "entity": None, "attribute": None, "unit": None,
@@ -357,7 +359,7 @@ def _answers(tx: Tx, scope: Scope, uids: list[str], cutoff: dt.datetime,
 
 
 def _read(ev: Evaluation, keys: dict[str, dict[str, tuple[float, int]]],
-          answers: list[dict[str, Any]], cutoff: dt.datetime) -> None:
+          answers: list[dict[str, Any]], cutoff: dt.datetime, require: Require | None) -> None:
     """Rank the keys the read rule answered: a key is a hit if a matched version survives;
     each matched version it removed is counted under its reason."""
     order = list(keys)
@@ -377,7 +379,7 @@ def _read(ev: Evaluation, keys: dict[str, dict[str, tuple[float, int]]],
         score, available_ms = max(matched[v] for v in kept)
         ev.ranked.append(_Hit(
             "fact", shown[0]["f"]["version_id"], score, max(c["rank"] or 0 for c in shown),
-            available_ms, uid, (row, cutoff)))
+            available_ms, uid, (row, cutoff, require)))
     ev.ranked.sort(key=_Hit.key)
 
 

@@ -5,6 +5,12 @@ exactly (``Decimal("123.450")`` is stored as ``123.45`` and compares equal), and
 writes of the same value agree on their text. Ids are hashes of canonical JSON, so
 they are stable across machines and reloads: the same assertion always names the
 same version and the same idempotency key.
+
+Values are bounded (graphmem/limits.py): a decimal by its significant digits and
+magnitude, checked on its digits and exponent before its text is ever built (the text
+of ``Decimal("1e100000000")`` has 100,000,001 characters), and text by its size.
+:func:`typed` checks a value as ``FactIn`` takes it; :func:`encode` checks again, so
+that no value reaches the graph unchecked.
 """
 
 from __future__ import annotations
@@ -14,11 +20,38 @@ import hashlib
 import json
 from decimal import Decimal
 from json.encoder import encode_basestring
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .models import FactValue
+from . import limits
+from .errors import InputError
+
+if TYPE_CHECKING:
+    from .models import FactValue
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def typed(value: Any) -> Any:
+    """A fact value as graphmem takes it, or ValueError saying why not: an int becomes a
+    Decimal; a float (inexact) or a datetime (not a value) is refused; a decimal must be
+    finite and within ``limits.DECIMAL_DIGITS`` and ``limits.DECIMAL_EXPONENT``, a text
+    within ``limits.TEXT_BYTES``. Other types are left to the model to refuse."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = Decimal(value)
+    if isinstance(value, Decimal):  # first: what loaders send
+        problem = ("decimal values must be finite" if not value.is_finite()
+                   else limits.decimal_problem(value))
+    elif isinstance(value, float):
+        problem = "floats are refused: pass a Decimal or a string of digits"
+    elif isinstance(value, dt.datetime):
+        problem = "datetimes are not fact values; pass a date"
+    elif isinstance(value, str):
+        problem = limits.utf8_problem(value, limits.TEXT_BYTES)
+    else:
+        problem = None
+    if problem:
+        raise ValueError(problem)
+    return value
 
 
 def encode(value: FactValue) -> tuple[str, str, float | None]:
@@ -26,6 +59,11 @@ def encode(value: FactValue) -> tuple[str, str, float | None]:
     if isinstance(value, bool):
         return "boolean", "true" if value else "false", None
     if isinstance(value, Decimal):
+        problem = limits.decimal_problem(value) if value.is_finite() else "not finite"
+        if problem:  # a value that bypassed FactIn's validation (model_construct)
+            raise InputError("value", problem)
+        if not value:  # a zero's exponent can be anything: 0E-100000000 is 0
+            return "decimal", "0", 0.0
         # format(..., "f") is exact at any precision (normalize() would round to 28 digits).
         text = format(value, "f")
         if "." in text:

@@ -31,14 +31,17 @@ these rows are not — they have no input facts in the memory to point at. The
 ``basis`` (per source and per row) stays in ``Source.meta`` for whoever needs the
 distinction; a later document of the company for the same key supersedes either way.
 
-Errors and transactions as for :mod:`.sec`: the whole table is checked first (header,
-CIK digits, decimal value, unit whitelist, dates, start after end, basis, one
-form/filed/accepted/document/CIK per source) and the first problem raises
-:class:`graphmem.InputError` naming the file, the row index (0 = first data row; the
-line number is given too) and the concept; then each source is written with its rows
-in one transaction, in ``available_by`` order. Loading the same table twice changes
-nothing. KPI tables are small (one row per reported figure), so rows are kept in
-memory while grouping.
+Errors and transactions as for :mod:`.sec`: the whole table is checked first (the
+file's size, its header - every column present, no column named twice, not even in
+another case or with spaces around it -, CIK digits, decimal value, unit whitelist,
+dates, start after end, basis, one form/filed/accepted/document/CIK per source, and
+graphmem's bounds on every entity, source and fact built from it) and the first problem
+raises :class:`graphmem.InputError` naming the file, the row index (0 = first data row;
+the line number is given too) and the concept; then each source is written with its
+rows in one transaction, in ``available_by`` order. Loading the same table twice
+changes nothing. The file is UTF-8, with or without a byte-order mark. KPI tables are
+small (one row per reported figure; at most ``graphmem.limits.KPI_FILE_BYTES``), so
+rows are kept in memory while grouping.
 """
 
 from __future__ import annotations
@@ -47,9 +50,12 @@ import csv
 import re
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
 
+from graphmem import limits
 from graphmem.errors import InputError
 from graphmem.memory import Memory
 from graphmem.models import Authority, Entity, FactIn, Period, Scope, Source
@@ -73,20 +79,39 @@ _DECIMAL = re.compile(r"^[+-]?\d+(\.\d+)?$")
 _SOURCE_FIELDS = ("cik", "accession", "form", "filed", "accepted", "document")
 
 
+def _header(cells: list[str], file: str) -> list[str]:
+    """The column names, refused when one is named twice: a table with two ``value``
+    columns (or ``value`` and ``Value ``) cannot say which one a fact takes."""
+    names = [c.strip() for c in cells]
+    seen: dict[str, int] = {}
+    for position, name in enumerate(names, 1):
+        key = name.casefold()
+        if key and key in seen:
+            raise InputError(f"{file}: header", f"columns {seen[key]} and {position} are both "
+                                                f"named {name!r}: which one is meant is ambiguous")
+        seen[key] = position
+    missing = [c for c in COLUMNS if c not in names]
+    if missing:
+        raise InputError(file, f"missing column(s) {', '.join(missing)}")
+    return names
+
+
 def _read(path: Path, file: str) -> list[dict[str, str]]:
+    """The rows, as column name -> stripped text; UTF-8 with or without a byte-order mark."""
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            reader = csv.DictReader(handle)
-            header = reader.fieldnames or []
-            missing = [c for c in COLUMNS if c not in header]
-            if missing:
-                raise InputError(file, f"missing column(s) {', '.join(missing)}")
+        size = path.stat().st_size
+        if size > limits.KPI_FILE_BYTES:
+            raise InputError(file, f"{size:,} bytes; a KPI table has at most "
+                                   f"{limits.KPI_FILE_BYTES:,} (it is read whole)")
+        with path.open(newline="", encoding="utf-8-sig") as handle:
+            reader = csv.reader(handle)
+            header = _header(next(reader, []), file)
             rows = []
-            for index, row in enumerate(reader):
-                if None in row or any(v is None for v in row.values()):
-                    raise InputError(f"{file}: row {index} (line {index + 2})",
-                                     "wrong number of fields")
-                rows.append({k: (v or "").strip() for k, v in row.items()})
+            for index, cells in enumerate(reader):
+                if len(cells) != len(header):
+                    raise InputError(f"{file}: row {index} (line {reader.line_num})",
+                                     f"{len(cells)} fields where the header has {len(header)}")
+                rows.append({k: v.strip() for k, v in zip(header, cells, strict=True)})
             return rows
     except FileNotFoundError:
         raise InputError(file, "file not found") from None
@@ -116,20 +141,16 @@ def _check(row: dict[str, str], where: str) -> tuple[int, Period, Decimal]:
     return int(row["cik"]), Period(start=start, end=end), value
 
 
-def load(
-    mem: Memory, scope: Scope, path: str | Path, *, show_progress: bool | None = None
-) -> LoadReport:
-    """Load a KPI table; see the module docstring. Returns a :class:`LoadReport`."""
-    started = time.monotonic()
-    scope = mem.scope(scope)
-    path = Path(path)
-    file = str(path)
-    rows = _read(path, file)
-
+def _facts(rows: list[dict[str, str]], file: str
+           ) -> tuple[dict[int, Entity], dict[str, list[tuple[int, dict[str, str], FactIn]]]]:
+    """Check every row and build its fact and entity: the entities by CIK, and each
+    source's rows with their facts, in file order."""
     entities: dict[int, Entity] = {}
-    groups: dict[str, list[tuple[int, dict[str, str], Period, Decimal]]] = defaultdict(list)
+    groups: dict[str, list[tuple[int, dict[str, str], FactIn]]] = defaultdict(list)
     for index, row in enumerate(rows):
-        where = f"{file}: row {index} (line {index + 2}, concept {row.get('concept') or '?'!r})"
+        concept = row.get("concept") or "?"
+        concept = concept if len(concept) <= 80 else f"{concept[:40]}...({len(concept):,} characters)"
+        where = f"{file}: row {index} (line {index + 2}, concept {concept!r})"
         cik, period, value = _check(row, where)
         group = groups[row["source_id"]]
         if group:
@@ -141,14 +162,71 @@ def load(
                         f"source {row['source_id']!r} has {field} {row[field]!r} here but "
                         f"{first[field]!r} in row {group[0][0]}",
                     )
-        group.append((index, row, period, value))
+        with _named(where):
+            entity = Entity(id=entity_id(cik), name=row["company"], kind="company",
+                            aliases=(row["ticker"],) if row["ticker"] else ())
+            fact = FactIn(entity=entity.id, attribute=row["concept"], unit=row["unit"],
+                          period=period, value=value, sources=(row["source_id"],))
+        group.append((index, row, fact))
         known = entities.get(cik)
-        entity = Entity(id=entity_id(cik), name=row["company"], kind="company",
-                        aliases=(row["ticker"],) if row["ticker"] else ())
         if known is not None and known != entity:
             raise InputError(where, f"CIK {cik} is {known.name!r} ({', '.join(known.aliases)}) "
                                     f"in an earlier row but {entity.name!r} here")
         entities[cik] = entity
+    return entities, groups
+
+
+def _source(source_id: str, group: list[tuple[int, dict[str, str], FactIn]],
+            when: av.Availability, where: str) -> Source:
+    """The source of one group of rows (see the module docstring for its meta)."""
+    first = group[0][1]
+    meta = {
+        "available_by_rule": when.rule,
+        "form": first["form"],
+        "filed": first["filed"],
+        "document": first["document"],
+        "basis": ",".join(sorted({row["basis"] for _, row, _ in group})),
+    }
+    for field in ("accepted", "accession", "ticker"):
+        if first[field]:
+            meta[field] = first[field]
+    for _, row, fact in group:
+        label = f"{row['concept']} {fact.period.text}"
+        meta[f"basis:{label}"] = row["basis"]
+        if row["note"]:
+            meta[f"note:{label}"] = row["note"]
+    with _named(where):
+        return Source(
+            id=source_id,
+            kind=first["form"],
+            authority=Authority.PRIMARY,
+            available_by=when.at,
+            publisher=entity_id(first["cik"]),
+            uri=filing_uri(first["cik"], first["accession"]) if first["accession"] else None,
+            title=first["document"] or f"{first['form']} filed {first['filed']}",
+            meta=meta,
+        )
+
+
+@contextmanager
+def _named(where: str) -> Iterator[None]:
+    """A model's InputError (a bound, a field) located in the file, row and concept."""
+    try:
+        yield
+    except InputError as exc:
+        raise InputError(f"{where}: {exc.where}", exc.reason) from exc
+
+
+def load(
+    mem: Memory, scope: Scope, path: str | Path, *, show_progress: bool | None = None
+) -> LoadReport:
+    """Load a KPI table; see the module docstring. Returns a :class:`LoadReport`."""
+    started = time.monotonic()
+    scope = mem.scope(scope)
+    path = Path(path)
+    file = str(path)
+    rows = _read(path, file)
+    entities, groups = _facts(rows, file)
 
     plan = []
     for source_id, group in groups.items():
@@ -158,8 +236,8 @@ def load(
             when = av.from_acceptance(first["accepted"], where=f"{where}: accepted")
         else:
             when = av.filed_end_of_day(first["filed"], f"{where}: filed")
-        plan.append((when.at, source_id, group, when))
-    plan.sort(key=lambda p: (p[0], p[1]))
+        plan.append((_source(source_id, group, when, where), [f for _, _, f in group], when))
+    plan.sort(key=lambda p: (p[0].available_by, p[0].id))
 
     report = LoadReport(file=file, rows=len(rows))
     for entity in entities.values():
@@ -167,38 +245,8 @@ def load(
     report.entities = len(entities)
 
     with progress(path.name, len(plan), show_progress) as advance:
-        for _, source_id, group, when in plan:
-            first = group[0][1]
-            publisher = entity_id(first["cik"])
-            meta = {
-                "available_by_rule": when.rule,
-                "form": first["form"],
-                "filed": first["filed"],
-                "document": first["document"],
-                "basis": ",".join(sorted({row["basis"] for _, row, _, _ in group})),
-            }
-            for field in ("accepted", "accession", "ticker"):
-                if first[field]:
-                    meta[field] = first[field]
-            items = []
-            for _, row, period, value in group:
-                label = f"{row['concept']} {period.text}"
-                meta[f"basis:{label}"] = row["basis"]
-                if row["note"]:
-                    meta[f"note:{label}"] = row["note"]
-                items.append(FactIn(entity=publisher, attribute=row["concept"], unit=row["unit"],
-                                    period=period, value=value, sources=(source_id,)))
-            source = Source(
-                id=source_id,
-                kind=first["form"],
-                authority=Authority.PRIMARY,
-                available_by=when.at,
-                publisher=publisher,
-                uri=filing_uri(first["cik"], first["accession"]) if first["accession"] else None,
-                title=first["document"] or f"{first['form']} filed {first['filed']}",
-                meta=meta,
-            )
-            result = write_filing(mem, scope, source, items, f"{file}: source {source_id}")
+        for source, items, when in plan:
+            result = write_filing(mem, scope, source, items, f"{file}: source {source.id}")
             report.sources += 1
             report.sources_recorded += result.sources_recorded
             report.add_rule(when.rule)

@@ -72,6 +72,7 @@ from typing import Any
 
 import ijson
 
+from graphmem import values
 from graphmem.errors import InputError
 from graphmem.models import Authority, Entity, FactIn, Period, Scope, Source
 
@@ -136,7 +137,10 @@ def _value(val: Any, where: str) -> Decimal:
     value = Decimal(val)
     if not value.is_finite():
         raise InputError(where, f"val must be finite, got {val!r}")
-    return value
+    try:  # graphmem's bounds on a decimal, before anything reads its digits
+        return values.typed(value)
+    except ValueError as exc:
+        raise InputError(where, f"val out of bounds: {exc}") from None
 
 
 def _text(row: dict[str, Any], key: str, where: str) -> str:

@@ -137,7 +137,7 @@ def test_a_frame_that_is_not_one_is_refused_naming_it(mem, scope, frame, reason)
     ({"frame": "CY2024Q3", "entities": []}, "entities", "empty"),
     ({"frame": "CY2024Q3", "entities": "cik:1"}, "entities", "a single string is not one"),
     ({"frame": "CY2024Q3", "entities": ["cik:1", ""]}, "entities[1]", "non-empty string"),
-    ({"frame": "CY2024Q3", "entities": ["x" * 4001]}, "entities[0]", "at most 4000"),
+    ({"frame": "CY2024Q3", "entities": ["x" * 4001]}, "entities[0]", "at most 2,048"),
     ({"frame": "CY2024Q3", "sort": "size"}, "sort", "must be one of entity, value, -value"),
     ({"frame": "CY2024Q3", "attribute": ""}, "attribute", "non-empty string"),
     ({"frame": "CY2024Q3", "cutoff": dt.datetime(2025, 1, 1)}, "cutoff", "naive datetime"),

@@ -77,8 +77,8 @@ def _period(end: dt.date | None, start: dt.date | None) -> Period | None:
         return None
     try:
         return Period(start=start, end=end)
-    except ValidationError as exc:
-        raise InputError("period_start", exc.errors()[0]["msg"]) from exc
+    except InputError as exc:  # the model refuses a start after the end
+        raise InputError("period_start", exc.reason) from exc
 
 
 def _require(min_authority: Authority | None) -> Require | None:
@@ -531,7 +531,9 @@ def _hits_by_id(memory: Memory, c: Caller, ids: list[str], cutoff: dt.datetime,
                 known_at: dt.datetime | None, notes: dict[str, str]) -> list[SearchHit]:
     """Search hits for memories named by id, as a search at (cutoff, known_at) would give
     them: a fact version stands for its key's answer then (a conflict stays a conflict);
-    what is not live then is left out, with the reason in ``notes``."""
+    what is not live then is left out, with the reason in ``notes``. One known_at for
+    all of them (the server's now when none is given): a context is read at one time."""
+    known_at = known_at or memory.server_now()
     hits: list[SearchHit] = []
 
     def add(**hit: Any) -> None:
