@@ -49,6 +49,7 @@ from typing import Any, Protocol
 from . import facts, indexing
 from .errors import InputError
 from .importcsv import ABOUT, CLOCK, ENTITY, EVIDENCED_BY, FACT, FACT_KEY, SOURCE, VERSION_OF, Layout
+from .memory import entity_argument, record_arguments
 from .models import Authority, Entity, FactIn, Scope, Source, WriteReport, check_scope
 from .probe import Templates
 from .values import digest
@@ -142,6 +143,8 @@ class Build:
 
     def put_entity(self, scope: Scope, entity: Entity) -> None:
         """As ``Memory.put_entity``: create the entity, or update its names."""
+        scope = self.scope(scope)
+        entity = entity_argument(entity)
         at = self._next()
         uid = facts.entity_uid(scope, entity.id)
         row = self._db.execute("SELECT name, kind, aliases, facts FROM entities WHERE uid = ?", (uid,)).fetchone()
@@ -161,8 +164,9 @@ class Build:
 
         The facts' fates (new version, evidence, unchanged) are decided at ``flush``;
         the report counts rows and the sources recorded."""
+        scope = self.scope(scope)
+        sources, items = record_arguments(sources, items)
         at = self._next()
-        sources, items = list(sources), list(items)
         new = self._new_sources(scope, sources)
         keys = [facts.KeySpec.of(scope, fact) for fact in items]
         known = self._prepared(scope, items, new)

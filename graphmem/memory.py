@@ -78,6 +78,20 @@ def _items(name: str, items: Iterable[Any], kind: type) -> Iterator[Any]:
         yield _instance(f"{name}[{n}]", item, kind)
 
 
+def record_arguments(sources: Iterable[Any], items: Iterable[Any]) -> tuple[list[Source], list[FactIn]]:
+    """``record``'s sources and facts, their number and kind checked before any query
+    (by ``Memory.record`` and by an offline build, graphmem.bulk)."""
+    sources, items = list(sources), list(items)
+    limits.check_count("sources", len(sources), limits.RECORD_SOURCES)
+    limits.check_count("items", len(items), limits.RECORD_ITEMS)
+    return list(_items("sources", sources, Source)), list(_items("items", items, FactIn))
+
+
+def entity_argument(entity: Any) -> Entity:
+    """``put_entity``'s entity, checked to be one (by ``Memory`` and an offline build)."""
+    return _instance("entity", entity, Entity)
+
+
 def _revision(value: Any) -> int | None:
     return limits.check_int("expected_revision", value, 0, 2**62, optional=True)
 
@@ -209,7 +223,7 @@ class Memory:
     def put_entity(self, scope: Scope, entity: Entity) -> None:
         """Create or update an entity (its descriptive fields are not versioned)."""
         scope = self.scope(scope)
-        _instance("entity", entity, Entity)
+        entity_argument(entity)
         self.write(scope, "put_entity", lambda tx, at: facts.put_entity(tx, scope, entity, at))
 
     def record_source(self, scope: Scope, source: Source) -> bool:
@@ -256,11 +270,7 @@ class Memory:
         ``limits.RECORD_SOURCES`` sources and ``limits.RECORD_ITEMS`` facts.
         """
         scope = self.scope(scope)
-        sources, items = list(sources), list(items)
-        limits.check_count("sources", len(sources), limits.RECORD_SOURCES)
-        limits.check_count("items", len(items), limits.RECORD_ITEMS)
-        sources = list(_items("sources", sources, Source))
-        items = list(_items("items", items, FactIn))
+        sources, items = record_arguments(sources, items)
 
         def work(tx: Tx, at: Any) -> WriteReport:
             new = sum(facts.record_source(tx, scope, source, at) for source in sources)

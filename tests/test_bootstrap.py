@@ -171,6 +171,10 @@ def test_a_build_refuses_what_the_online_path_refuses(tmp_path, templates):
     with pytest.raises(InputError, match="already recorded with different fields"):
         build.record(scope, sources=[_source("s1", "cik:1", 1)])
     build.record(scope, sources=[_source("s1", "cik:1", 0)])  # the same source again: nothing new
+    with pytest.raises(InputError, match=r"items\[0\]: a graphmem.FactIn is required"):
+        build.record(scope, items=[{"entity": "cik:1"}])
+    with pytest.raises(InputError, match="entity: a graphmem.Entity is required"):
+        build.put_entity(scope, "cik:2")
 
 
 @pytest.mark.parametrize("second", [
