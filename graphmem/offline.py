@@ -269,6 +269,17 @@ def export(folder: Path, load: Callable[[Build], T], *, root: str | None = None,
     return result, totals, files
 
 
+def _clean_stale(home: Path) -> None:
+    """Staging folders of bootstraps that were killed (their process is gone): their
+    server is stopped if it still runs (a launcher outlives its parent), and the folder
+    deleted."""
+    for folder in home.glob("bootstrap-*-*"):
+        pid = folder.name.rpartition("-")[2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            srv.stop(srv.ServerConfig(home=folder / "server"))
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 def bootstrap(cfg: srv.ServerConfig, load: Callable[[Build], T], *, replace: bool = False,
               probe: Database | None = None, keep: bool = False, importer_heap: str = "1g",
               importer_off_heap: str = "1g") -> tuple[T, BootstrapReport]:
@@ -278,6 +289,7 @@ def bootstrap(cfg: srv.ServerConfig, load: Callable[[Build], T], *, replace: boo
     started = time.monotonic()
     report = BootstrapReport(home=str(cfg.home), uri=cfg.uri)
     running = check_target(cfg, replace)
+    _clean_stale(cfg.home)
     report.replaced = running or cfg.data_dir.exists()
     staging = cfg.home / f"bootstrap-{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
     stage = srv.ServerConfig(home=staging / "server", port=_free_port(), heap=cfg.heap, pagecache=cfg.pagecache)

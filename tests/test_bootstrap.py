@@ -380,9 +380,11 @@ def test_an_importer_failure_leaves_the_old_database_serving(booted):
         build._sink.add(FACT_KEY, ("same-uid",) + ("x",) * 7 + (None, "2024-01-01", 1))
         build._sink.add(FACT_KEY, ("same-uid",) + ("x",) * 7 + (None, "2024-01-01", 1))  # a duplicate id
 
+    stale = booted.cfg.home / "bootstrap-20260101T000000-4194999"  # a killed bootstrap's (no such pid)
+    (stale / "server").mkdir(parents=True)
     with pytest.raises(ServerError, match="the importer failed"):
         offline.bootstrap(booted.cfg, load, replace=True, probe=booted.mem.db)
-    _still_serving(booted)
+    _still_serving(booted)  # and the stale folder is gone
 
 
 def test_a_new_database_that_does_not_start_is_swapped_back_out(booted, tmp_path):
