@@ -4,7 +4,8 @@
 // name: bootstrap.probe
 // What the write statements wrote for the probe version (graphmem/probe.py, in a
 // transaction that is rolled back): its search text and scope token, and the property
-// names of the version, its key, entity, sources and edges, and of the tenant clock.
+// names of the version, its key, entity, sources and edges, of the tenant clock and
+// of a load mark.
 MATCH (f:Fact {version_id: $version_id})-[:VERSION_OF]->(k:FactKey)-[:ABOUT]->(e:Entity)
 RETURN f.search_text AS text, f.search_scope AS scope_token,
        keys(f) AS fact, keys(k) AS key, keys(e) AS entity,
@@ -12,7 +13,8 @@ RETURN f.search_text AS text, f.search_scope AS scope_token,
        COLLECT { MATCH (f)-[r:EVIDENCED_BY]->(:Source) UNWIND keys(r) AS p RETURN DISTINCT p } AS evidence,
        COLLECT { MATCH (f)-[r:VERSION_OF]->(:FactKey) UNWIND keys(r) AS p RETURN DISTINCT p } AS version_of,
        COLLECT { MATCH (k)-[r:ABOUT]->(:Entity) UNWIND keys(r) AS p RETURN DISTINCT p } AS about,
-       COLLECT { MATCH (c:GraphmemClock {id: $tenant}) UNWIND keys(c) AS p RETURN p } AS clock
+       COLLECT { MATCH (c:GraphmemClock {id: $tenant}) UNWIND keys(c) AS p RETURN p } AS clock,
+       COLLECT { MATCH (m:LoadMark {uid: $mark_uid}) UNWIND keys(m) AS p RETURN p } AS mark
 
 // name: bootstrap.holds_data
 // Whether a database holds anything but graphmem's schema record: a bootstrap replaces

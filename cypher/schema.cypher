@@ -100,3 +100,9 @@ CREATE INDEX graphmem_source_authority IF NOT EXISTS FOR (n:Source) ON (n.tenant
 // A screen seeks each entity's keys of one attribute whose period ends in a frame's
 // window (screen.read): a range on period_end after three equalities.
 CREATE INDEX graphmem_factkey_entity_period IF NOT EXISTS FOR (n:FactKey) ON (n.tenant, n.entity, n.attribute, n.period_end)
+
+// name: schema.028.load_mark
+// What a filings load has recorded (graphmem.loaders.edgar): one LoadMark per filing,
+// written in the filing's own transaction, and one per company once all its filings
+// are in, so that a re-run skips them with one lookup per company.
+CREATE CONSTRAINT graphmem_load_mark_uid IF NOT EXISTS FOR (n:LoadMark) REQUIRE n.uid IS UNIQUE

@@ -48,8 +48,8 @@ from typing import Any, Protocol
 
 from . import facts, indexing
 from .errors import InputError
-from .importcsv import ABOUT, CLOCK, ENTITY, EVIDENCED_BY, FACT, FACT_KEY, SOURCE, VERSION_OF, Layout
-from .memory import entity_argument, record_arguments
+from .importcsv import ABOUT, CLOCK, ENTITY, EVIDENCED_BY, FACT, FACT_KEY, LOAD_MARK, SOURCE, VERSION_OF, Layout
+from .memory import entity_argument, record_args
 from .models import Authority, Entity, FactIn, Scope, Source, WriteReport, check_scope
 from .probe import Templates
 from .values import digest
@@ -68,6 +68,8 @@ CREATE TABLE entities (uid TEXT PRIMARY KEY, scope TEXT NOT NULL, id TEXT NOT NU
 CREATE TABLE sources (uid TEXT PRIMARY KEY, scope TEXT NOT NULL, id TEXT NOT NULL, kind TEXT NOT NULL,
                       authority TEXT NOT NULL, publisher TEXT NOT NULL, uri TEXT, title TEXT, meta TEXT NOT NULL,
                       available_by TEXT NOT NULL, recorded_at TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE marks (uid TEXT PRIMARY KEY, scope TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL, digest TEXT,
+                    report TEXT, recorded_at TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE pending (seq INTEGER PRIMARY KEY, key_uid TEXT NOT NULL, scope TEXT NOT NULL,
                       entity_uid TEXT NOT NULL, entity TEXT NOT NULL, attribute TEXT NOT NULL, unit TEXT NOT NULL,
                       definition TEXT NOT NULL, period TEXT NOT NULL, period_start TEXT, period_end TEXT NOT NULL,
@@ -159,13 +161,15 @@ class Build:
             self._db.execute("UPDATE entities SET name = ?, kind = ?, aliases = ? WHERE uid = ?", (*names, uid))
         self._commit(scope, at)
 
-    def record(self, scope: Scope, *, sources: Iterable[Source] = (), items: Iterable[FactIn] = ()) -> WriteReport:
-        """As ``Memory.record``: sources and facts in one transaction, all or nothing.
+    def record(self, scope: Scope, *, sources: Iterable[Source] = (), items: Iterable[FactIn] = (),
+               marks: Iterable[dict[str, Any]] = ()) -> WriteReport:
+        """As ``Memory.record``: sources and facts in one transaction, all or nothing, with
+        the ``load.mark`` of each of ``marks`` in it (a filings loader's bookkeeping).
 
         The facts' fates (new version, evidence, unchanged) are decided at ``flush``;
         the report counts rows and the sources recorded."""
         scope = self.scope(scope)
-        sources, items = record_arguments(sources, items)
+        sources, items = record_args(sources, items)
         at = self._next()
         new = self._new_sources(scope, sources)
         keys = [facts.KeySpec.of(scope, fact) for fact in items]
@@ -184,8 +188,37 @@ class Build:
             for a in assertions])
         entity_uids = sorted({facts.entity_uid(scope, fact.entity) for fact in items})
         self._db.executemany("UPDATE entities SET facts = 1 WHERE uid = ?", [(uid,) for uid in entity_uids])
+        self._marks(scope, marks, recorded_at)
         self._commit(scope, at)
         return WriteReport(rows=len(items), sources_recorded=len(new), chunks=1)
+
+    def mark(self, scope: Scope, mark: dict[str, Any]) -> None:
+        """A ``load.mark`` in a transaction of its own (a company's, after its filings)."""
+        scope = self.scope(scope)
+        at = self._next()
+        self._marks(scope, [mark], at.isoformat())
+        self._commit(scope, at)
+
+    def _marks(self, scope: Scope, marks: Iterable[dict[str, Any]], recorded_at: str) -> None:
+        """As ``load.mark``: a mark's kind and id are set when it is created; its digest,
+        report and recorded_at whenever it is written."""
+        for m in marks:
+            self._db.execute(
+                "INSERT INTO marks VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (uid) DO UPDATE SET "
+                "digest = excluded.digest, report = excluded.report, recorded_at = excluded.recorded_at",
+                (m["uid"], scope.id, m["kind"], m["id"], m["digest"], m["report"], recorded_at))
+
+    def marks_of(self, scope: Scope, uids: Sequence[str]) -> list[dict[str, Any]]:
+        """As ``load.marks``: the marks with these uids in this scope."""
+        return [{"kind": kind, "id": ident, "digest": digest_, "report": report}
+                for kind, ident, digest_, report, mark_scope in self._select(
+                    "SELECT kind, id, digest, report, scope FROM marks WHERE uid IN ({})", list(uids))
+                if mark_scope == scope.id]
+
+    def publishers(self, scope: Scope, uids: Sequence[str]) -> dict[str, str]:
+        """The publisher of each of these sources recorded in this build, by uid."""
+        return {uid: publisher for uid, publisher, source_scope in self._select(
+            "SELECT uid, publisher, scope FROM sources WHERE uid IN ({})", list(uids)) if source_scope == scope.id}
 
     def _new_sources(self, scope: Scope, sources: list[Source]) -> list[Source]:
         """The sources not recorded yet; a source recorded with other fields is refused
@@ -233,17 +266,20 @@ class Build:
     def flush(self) -> Totals:
         """Decide and write every key recorded since the last flush (see module docstring)."""
         totals = Totals()
+        if self._db.execute("SELECT 1 FROM pending LIMIT 1").fetchone() is None:
+            return totals
         writer = _KeyWriter(self, self._sink, self._templates, totals)
         rows = self._db.execute("SELECT * FROM pending ORDER BY key_uid, seq")
         for _, group in groupby(rows, key=lambda row: row[1]):
             writer.key(list(group))
-        self._db.execute("UPDATE entities SET flushed = 1 WHERE facts = 1")
+        self._db.execute("UPDATE entities SET flushed = 1 WHERE uid IN (SELECT DISTINCT entity_uid FROM pending)")
         self._db.execute("DELETE FROM pending")
         self.totals.add(totals)
         return totals
 
     def finish(self) -> Totals:
-        """Flush, then write the entities, sources and tenant clocks; close the spool."""
+        """Flush, then write the entities, sources, load marks and tenant clocks; close the
+        spool."""
         self.flush()
         for uid, scope_id, entity_id, name, kind, aliases, recorded_at in self._db.execute(
                 "SELECT uid, scope, id, name, kind, aliases, recorded_at FROM entities"):
@@ -257,6 +293,10 @@ class Build:
             self._sink.add(SOURCE, (p["uid"], p["tenant"], p["scope"], p["id"], p["kind"], p["authority"],
                                     p["rank"], p["publisher"], p["uri"], p["title"], p["meta"],
                                     source.available_by.isoformat(), row[10]))
+        for uid, scope_id, kind, ident, digest_, report, recorded_at in self._db.execute(
+                "SELECT uid, scope, kind, id, digest, report, recorded_at FROM marks"):
+            self._sink.add(LOAD_MARK, (uid, self._scopes[scope_id].tenant, scope_id, kind, ident, digest_, report,
+                                       recorded_at))
         for tenant, last in self._clocks.items():
             self._sink.add(CLOCK, (tenant, last, True))
         self._db.close()

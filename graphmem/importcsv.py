@@ -2,7 +2,8 @@
 graphmem's graph: one CSV file per label and relationship type, with typed headers.
 
 The layouts below are the properties the online statements write (``entity.put``,
-``source.create``, ``fact.create_versions``, ``fact.add_evidence``, ``admin.tick``),
+``source.create``, ``fact.create_versions``, ``fact.add_evidence``, ``admin.tick``,
+``load.mark``),
 column for column; tests/test_bootstrap.py holds a bootstrapped graph equal to an
 online one, property by property, so a property added online and not here fails it.
 
@@ -69,12 +70,14 @@ FACT = Layout("facts.csv", "nodes", "Fact", (
     "value_hash", "event_time:date", "period_start:date", "available_by:datetime", "recorded_at:datetime",
     "revision:long", "search_scope", "search_text"))
 CLOCK = Layout("clocks.csv", "nodes", "GraphmemClock", ("id:ID(GraphmemClock)", "last:datetime", "lock:boolean"))
+LOAD_MARK = Layout("load_marks.csv", "nodes", "LoadMark", (
+    "uid:ID(LoadMark)", "tenant", "scope", "kind", "id", "digest", "report", "recorded_at:datetime"))
 ABOUT = Layout("about.csv", "relationships", "ABOUT", (":START_ID(FactKey)", ":END_ID(Entity)"))
 VERSION_OF = Layout("version_of.csv", "relationships", "VERSION_OF", (":START_ID(Fact)", ":END_ID(FactKey)"))
 EVIDENCED_BY = Layout("evidenced_by.csv", "relationships", "EVIDENCED_BY", (
     ":START_ID(Fact)", ":END_ID(Source)", "idem", "available_by:datetime", "recorded_at:datetime"))
 
-LAYOUTS = (ENTITY, SOURCE, FACT_KEY, FACT, CLOCK, ABOUT, VERSION_OF, EVIDENCED_BY)
+LAYOUTS = (ENTITY, SOURCE, FACT_KEY, FACT, CLOCK, LOAD_MARK, ABOUT, VERSION_OF, EVIDENCED_BY)
 
 
 class _Null:

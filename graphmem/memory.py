@@ -78,15 +78,6 @@ def _items(name: str, items: Iterable[Any], kind: type) -> Iterator[Any]:
         yield _instance(f"{name}[{n}]", item, kind)
 
 
-def record_arguments(sources: Iterable[Any], items: Iterable[Any]) -> tuple[list[Source], list[FactIn]]:
-    """``record``'s sources and facts, their number and kind checked before any query
-    (by ``Memory.record`` and by an offline build, graphmem.bulk)."""
-    sources, items = list(sources), list(items)
-    limits.check_count("sources", len(sources), limits.RECORD_SOURCES)
-    limits.check_count("items", len(items), limits.RECORD_ITEMS)
-    return list(_items("sources", sources, Source)), list(_items("items", items, FactIn))
-
-
 def entity_argument(entity: Any) -> Entity:
     """``put_entity``'s entity, checked to be one (by ``Memory`` and an offline build)."""
     return _instance("entity", entity, Entity)
@@ -112,6 +103,23 @@ def _key_args(*, optional: bool = False, **names: Any) -> None:
 def _report(result: facts.ChunkResult, rows: int) -> WriteReport:
     return WriteReport(rows=rows, created=result.created, evidence_added=result.evidence_added,
                        unchanged=result.unchanged, chunks=1, version_ids=tuple(result.version_ids or ()))
+
+
+def record_args(sources: Iterable[Source], items: Iterable[FactIn]) -> tuple[list[Source], list[FactIn]]:
+    """The sources and facts of one :meth:`Memory.record`, checked before any query: their
+    types, and at most ``limits.RECORD_SOURCES`` and ``limits.RECORD_ITEMS`` of them."""
+    sources, items = list(sources), list(items)
+    limits.check_count("sources", len(sources), limits.RECORD_SOURCES)
+    limits.check_count("items", len(items), limits.RECORD_ITEMS)
+    return list(_items("sources", sources, Source)), list(_items("items", items, FactIn))
+
+
+def record_in(tx: Tx, scope: Scope, sources: list[Source], items: list[FactIn], at: Any) -> WriteReport:
+    """What :meth:`Memory.record` does inside its transaction, for a caller that adds its
+    own bookkeeping to that same transaction (the EDGAR loader's load marks)."""
+    new = sum(facts.record_source(tx, scope, source, at) for source in sources)
+    report = _report(facts.write_facts(tx, scope, items, at), len(items)) if items else WriteReport()
+    return report.model_copy(update={"sources_recorded": new, "chunks": 1})
 
 
 def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -270,14 +278,8 @@ class Memory:
         ``limits.RECORD_SOURCES`` sources and ``limits.RECORD_ITEMS`` facts.
         """
         scope = self.scope(scope)
-        sources, items = record_arguments(sources, items)
-
-        def work(tx: Tx, at: Any) -> WriteReport:
-            new = sum(facts.record_source(tx, scope, source, at) for source in sources)
-            report = _report(facts.write_facts(tx, scope, items, at), len(items)) if items else WriteReport()
-            return report.model_copy(update={"sources_recorded": new, "chunks": 1})
-
-        return self.write(scope, "record", work)
+        sources, items = record_args(sources, items)
+        return self.write(scope, "record", lambda tx, at: record_in(tx, scope, sources, items, at))
 
     def invalidate(self, scope: Scope, version_id: str, reason: str, *, by: str | None = None) -> FactVersion:
         """Mark a version as wrong from now on (known_at before now still shows it)."""

@@ -8,7 +8,7 @@ from the fragments ``search.fact_text`` and ``search.source_text``, and each
 same bytes without running those statements once per version, and without a second,
 hand-written copy of that text that could drift from them. So it runs the real
 statements - ``entity.put``, ``source.create`` (twice), ``fact.create_versions``,
-``fact.add_evidence`` and ``admin.tick`` - on one probe version whose every string
+``fact.add_evidence``, ``admin.tick`` and ``load.mark`` - on one probe version whose every string
 parameter is a marker (``\\x02<n>\\x03``), reads back what they wrote, and rolls back.
 The text that comes back is a template: literal text with a marker wherever a
 parameter was pasted. Filling in a version's real parameters gives, byte for byte,
@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 from . import facts
 from .db import Database, Tx
 from .errors import GraphmemError
-from .importcsv import CLOCK, ENTITY, EVIDENCED_BY, FACT, FACT_KEY, SOURCE, Layout
+from .importcsv import CLOCK, ENTITY, EVIDENCED_BY, FACT, FACT_KEY, LOAD_MARK, SOURCE, Layout
 from .models import Authority, Entity, Period, Scope, Source
 from .values import encode
 
@@ -190,13 +190,15 @@ def _probe(tx: Tx, entity_shape: EntityShape, source_shape: SourceShape) -> Prob
     row["value_num"] = float(Decimal("1.5"))  # a number, so that the property is written
     tx.run("fact.create_versions", rows=[row], times=times.values, recorded_at=_AT,
            scope_token=params["scope_token"], **shared)
-    created = tx.one("bootstrap.probe", version_id=row["version_id"], tenant=shared["tenant"])
+    created = tx.one("bootstrap.probe", version_id=row["version_id"], tenant=shared["tenant"], mark_uid=None)
     second = facts.Assertion(0, key, "s2", *encode("value"), _AT)
     evidence = marks.mark(facts.evidence_row(second, "version", times), "evidence")
     evidence["source_uid"], evidence["version_id"] = sources[1]["uid"], row["version_id"]
     tx.run("fact.add_evidence", rows=[evidence], times=times.values, recorded_at=_AT, **shared)
     facts.tick(tx, Scope(tenant=shared["tenant"]), _AT)
-    added = tx.one("bootstrap.probe", version_id=row["version_id"], tenant=shared["tenant"])
+    mark = marks.mark({"uid": "uid", "kind": "filing", "id": "id", "digest": "digest", "report": "report"}, "mark")
+    tx.run("load.mark", **mark, recorded_at=_AT, **shared)
+    added = tx.one("bootstrap.probe", version_id=row["version_id"], tenant=shared["tenant"], mark_uid=mark["uid"])
     if created is None or added is None:
         raise ProbeError("the probe version was not written")
     before, after = created["text"] or "", added["text"] or ""
@@ -214,7 +216,7 @@ def _names(layout: Layout) -> set[str]:
 
 
 _LAYOUTS = {"entity": ENTITY, "source": SOURCE, "key": FACT_KEY, "fact": FACT, "clock": CLOCK,
-            "evidence": EVIDENCED_BY}
+            "evidence": EVIDENCED_BY, "mark": LOAD_MARK}
 
 
 def check_layouts(properties: Mapping[str, set[str]]) -> None:

@@ -71,8 +71,39 @@ def bootstrap_report(report: Any) -> str:
 def load_report(report: Any) -> str:
     data = report.model_dump()
     rules = ", ".join(f"{k}={n}" for k, n in data.pop("rules", {}).items())
-    parts = ", ".join(f"{k}={v}" for k, v in data.items() if k != "file")
+    parts = ", ".join(f"{k}={v}" for k, v in data.items() if k != "file" and v not in ([], {}, None))
     return f"loaded {data['file']}: {parts}; available_by rules: {rules or '-'}"
+
+
+def _reasons(counts: dict[str, int]) -> str:
+    return ", ".join(f"{reason}={n}" for reason, n in counts.items()) or "-"
+
+
+def universe_report(report: Any) -> str:
+    """A ``load edgar`` report: one line per company, the totals, quarantine by reason,
+    the filings with quarantined rows, and the failed or missing companies."""
+    rows = [(c.cik, (c.name or "")[:32], c.status, c.sources, c.filings_recorded, c.rows, c.versions_created,
+             c.evidence_added, c.rerounded, c.quarantined, _reasons(c.quarantine), f"{c.seconds:.1f}")
+            for c in report.companies]
+    text = [table(("cik", "company", "status", "filings", "recorded", "rows", "versions", "corroborations",
+                   "rerounded", "quarantined", "quarantined by reason", "seconds"), rows)]
+    t = report.totals()
+    text.append(f"total: {sum(t['companies'].values())} companies ({_reasons(t['companies'])}), "
+                f"{t['rows']:,} rows, {t['versions_created']:,} versions, {t['evidence_added']:,} corroborations, "
+                f"{t['rerounded']:,} re-rounded, {t['quarantined']:,} quarantined, "
+                f"{t['filings_recorded']:,} filings already recorded; {t['seconds']:.1f} s"
+                + (f" ({t['rows_per_s']:,.0f} rows/s)" if t["rows_per_s"] else ""))
+    if t["quarantine"]:
+        text.append(f"quarantined by reason: {_reasons(t['quarantine'])}")
+    for c in report.companies:
+        if c.quarantined_filings:
+            text.append(f"CIK {c.cik}: filings with quarantined rows: {', '.join(c.quarantined_filings)}")
+        if c.missing_pages:
+            text.append(f"CIK {c.cik}: submissions pages not given (their filings keep the filed date): "
+                        f"{', '.join(c.missing_pages)}")
+        if c.status in ("failed", "missing"):
+            text.append(f"CIK {c.cik}: {c.status}: {c.error}")
+    return "\n".join(text)
 
 
 def _sources(shown: list[FactVersion], inputs: Any) -> str:

@@ -1,77 +1,63 @@
-"""What the filings loaders share: the unit whitelist, the load report, the progress bar,
+"""What the filings loaders share: the unit check, the load report, the progress bar,
 and the one write per filing.
 """
 
 from __future__ import annotations
 
-import re
 import sys
+import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from graphmem.db import Tx
 from graphmem.errors import InputError
-from graphmem.models import Entity, FactIn, Scope, Source, WriteReport
+from graphmem.facts import scope_params
+from graphmem.memory import Memory, record_args, record_in
+from graphmem.models import FactIn, Scope, Source, WriteReport
 
 # ------------------------------------------------------------------ units
 
-#: ISO 4217 currency codes (active ones, plus a few historical codes that still occur
-#: in filings' comparative periods).
-ISO_CURRENCIES = frozenset(
+#: The longest unit id accepted. XBRL unit ids are open-ended (``USD``, ``USD/shares``,
+#: ``segment``, ``Stock_options``, ``case_filed``, ``reportableSegments`` ...): the SEC
+#: emits whatever a filer declared, so graphmem accepts any of them and refuses only
+#: what cannot be a unit id at all. Real ones are a few dozen characters at most.
+MAX_UNIT_LENGTH = 256
+
+
+def unit_problem(unit: Any) -> str | None:
+    """Why ``unit`` cannot be a unit id, or None when it can.
+
+    Refused: a non-string, the empty string, any whitespace or control character (a
+    unit id is one XML name, or two joined by ``/``), and more than
+    :data:`MAX_UNIT_LENGTH` characters. Everything else is kept exactly as spelled: the
+    unit is part of the fact key, so ``Segment`` and ``segment`` are two keys.
     """
-    AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND BOB BRL BSD
-    BTN BWP BYN BYR BZD CAD CDF CHF CLF CLP CNH CNY COP CRC CUC CUP CVE CZK DJF DKK DOP
-    DZD EGP ERN ETB EUR FJD FKP GBP GEL GHS GIP GMD GNF GTQ GYD HKD HNL HRK HTG HUF IDR
-    ILS INR IQD IRR ISK JMD JOD JPY KES KGS KHR KMF KPW KRW KWD KYD KZT LAK LBP LKR LRD
-    LSL LTL LVL LYD MAD MDL MGA MKD MMK MNT MOP MRO MRU MUR MVR MWK MXN MYR MZN NAD NGN
-    NIO NOK NPR NZD OMR PAB PEN PGK PHP PKR PLN PYG QAR RON RSD RUB RWF SAR SBD SCR SDG
-    SEK SGD SHP SLE SLL SOS SRD SSP STD STN SVC SYP SZL THB TJS TMT TND TOP TRY TTD TWD
-    TZS UAH UGX USD UYU UZS VEF VES VND VUV WST XAF XAG XAU XCD XDR XOF XPF YER ZAR ZMW
-    ZWL
-    """.split()  # noqa: SIM905 - a readable table
-)
-
-#: Non-currency measures that occur in SEC company facts (XBRL ``xbrli:shares``,
-#: ``xbrli:pure`` and UTR measures as companyfacts names them).
-MEASURES = frozenset(
-    """
-    shares pure shares_unit D Y years Months Hours sqft sqm acre ha km mi m ft
-    MW MWh GW GWh kW kWh Wh bbl Mcf MMcf MMBbls MMBTU Boe MBoe t lb oz ozt gal l
-    """.split()  # noqa: SIM905 - a readable table
-)
-
-#: Company-defined count measures (``Segment``, ``Plaintiff``, ``PartnershipUnit``):
-#: by XBRL convention a singular CamelCase noun of letters only.
-_CUSTOM_COUNT = re.compile(r"[A-Z][a-z]+(?:[A-Z][a-z]+)*")
-
-
-def _known_measure(part: str) -> bool:
-    return part in ISO_CURRENCIES or part in MEASURES or bool(_CUSTOM_COUNT.fullmatch(part))
+    if not isinstance(unit, str):
+        return f"a unit must be a string, got {type(unit).__name__}"
+    if not unit:
+        return "a unit must not be empty"
+    if len(unit) > MAX_UNIT_LENGTH:
+        return f"a unit of {len(unit)} characters is longer than {MAX_UNIT_LENGTH}"
+    bad = next((c for c in unit if c.isspace() or not c.isprintable()), None)
+    if bad is not None:
+        return f"a unit must not contain whitespace or control characters, got {unit!r}"
+    return None
 
 
 def unit_ok(unit: Any) -> bool:
-    """The unit whitelist: ``M`` or ``M/M`` where each ``M`` is an ISO 4217 currency
-    (``USD``, ``EUR``), a standard measure (``shares``, ``pure``, ``D``, ``sqft`` ...)
-    or a company-defined CamelCase count (``Segment``). ``USD``, ``shares``,
-    ``USD/shares``, ``pure``, ``EUR/shares``, ``USD/PartnershipUnit`` pass; ``usd``,
-    ``US Dollars``, ``XYZ``, ``USD/`` and ``$`` do not.
-    """
-    if not isinstance(unit, str) or not unit:
-        return False
-    parts = unit.split("/")
-    return len(parts) <= 2 and all(_known_measure(p) for p in parts)
+    """Can ``unit`` be a unit id? (see :func:`unit_problem`)"""
+    return unit_problem(unit) is None
 
 
 def check_unit(unit: Any, where: str) -> str:
-    if not unit_ok(unit):
-        raise InputError(
-            where,
-            f"unknown unit {unit!r}: expected an ISO 4217 currency, shares, pure, a standard "
-            "measure or a CamelCase count, optionally per another (e.g. USD/shares)",
-        )
+    """``unit`` itself, or InputError naming ``where`` and why it cannot be a unit."""
+    problem = unit_problem(unit)
+    if problem is not None:
+        raise InputError(where, problem)
     return unit
 
 
@@ -81,7 +67,9 @@ def check_unit(unit: Any, where: str) -> str:
 class LoadReport(BaseModel):
     """What one load did. ``versions_created + evidence_added + unchanged`` counts the
     (fact, source) assertions written; a second load of the same file has only
-    ``unchanged`` ones."""
+    ``unchanged`` ones, or, when it resumes, ``filings_recorded`` filings it did not
+    write again. ``rows`` counts every row read, ``quarantined`` those kept out (by
+    reason in ``quarantine``; their filings in ``quarantined_filings``)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -89,6 +77,7 @@ class LoadReport(BaseModel):
     entities: int = 0
     sources: int = 0
     sources_recorded: int = 0
+    filings_recorded: int = 0
     rows: int = 0
     assertions: int = 0
     duplicates: int = 0
@@ -96,6 +85,11 @@ class LoadReport(BaseModel):
     versions_created: int = 0
     evidence_added: int = 0
     unchanged: int = 0
+    quarantined: int = 0
+    quarantine: dict[str, int] = Field(default_factory=dict)
+    quarantined_filings: list[str] = Field(default_factory=list)
+    case_variants: list[str] = Field(default_factory=list)
+    missing_pages: list[str] = Field(default_factory=list)
     rules: dict[str, int] = Field(default_factory=dict)
     seconds: float = 0.0
 
@@ -103,6 +97,17 @@ class LoadReport(BaseModel):
         counts = Counter(self.rules)
         counts[rule] += 1
         self.rules = dict(sorted(counts.items()))
+
+    def add_quarantined(self, records: Sequence[Any]) -> None:
+        """Count quarantine records (anything with ``reason`` and ``accession``)."""
+        if not records:
+            return
+        counts = Counter(self.quarantine)
+        counts.update(r.reason for r in records)
+        self.quarantine = dict(sorted(counts.items()))
+        self.quarantined += len(records)
+        filings = set(self.quarantined_filings) | {r.accession for r in records if r.accession}
+        self.quarantined_filings = sorted(filings)
 
 
 # ------------------------------------------------------------------ progress
@@ -136,28 +141,89 @@ def progress(description: str, total: int, enabled: bool | None = None):
         yield lambda n=1: bar.advance(task, n)
 
 
+class _Bar:
+    """What ``universe_progress`` yields: name the company in hand, count filings and rows
+    as they go by, and close a company."""
+
+    def __init__(self, bar: Any = None, task: Any = None):
+        self._bar, self._task = bar, task
+        self.filings = self.rows = 0
+
+    def company(self, name: str) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, description=name)
+
+    def advance(self, filings: int = 0, rows: int = 0) -> None:
+        self.filings += filings
+        self.rows += rows
+        if self._bar is not None:
+            self._bar.update(self._task, filings=self.filings, rows=self.rows)
+
+    def done(self) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task, 1)
+
+
+@contextmanager
+def universe_progress(companies: int, enabled: bool | None = None):
+    """A progress bar over a universe of companies — companies done, filings and rows
+    so far, their rate, the time left — on a terminal only; yields a :class:`_Bar`
+    (which does nothing off a terminal, without importing rich)."""
+    if enabled is False or (enabled is None and not sys.stderr.isatty()):
+        yield _Bar()
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("{task.description:<24}"), BarColumn(), MofNCompleteColumn(), TextColumn("companies"),
+        TextColumn("{task.fields[filings]:,} filings {task.fields[rows]:,} rows"),
+        TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+        console=console, disable=not (console.is_terminal if enabled is None else enabled), transient=False,
+    ) as bar:
+        task = bar.add_task("", total=companies, filings=0, rows=0, rate="")
+        started = time.monotonic()
+        shown = _Bar(bar, task)
+        base = shown.advance
+
+        def advance(filings: int = 0, rows: int = 0) -> None:
+            base(filings, rows)
+            elapsed = time.monotonic() - started
+            bar.update(task, rate=f"{shown.rows / elapsed:,.0f} rows/s" if elapsed > 0 else "")
+
+        shown.advance = advance  # type: ignore[method-assign]
+        yield shown
+
+
 # ------------------------------------------------------------------ the write
 
 
-class Writer(Protocol):
-    """Where a loader writes: a :class:`graphmem.Memory`, or an offline build of a new
-    database (:class:`graphmem.bulk.Build`), which takes the same calls."""
-
-    def scope(self, scope: Any) -> Scope: ...
-
-    def put_entity(self, scope: Scope, entity: Entity) -> None: ...
-
-    def record(self, scope: Scope, *, sources: Iterable[Source] = (),
-               items: Iterable[FactIn] = ()) -> WriteReport: ...
-
-
 def write_filing(
-    mem: Writer, scope: Scope, source: Source, items: Sequence[FactIn], where: str
+    mem: Memory, scope: Scope, source: Source, items: Sequence[FactIn], where: str,
+    mark: dict[str, Any] | None = None,
 ) -> WriteReport:
-    """Record ``source`` and assert ``items`` in ONE write transaction (``Memory.record``):
-    a failure leaves neither the source nor any fact of that filing. Errors are
-    re-raised naming the file and filing (``where``) before graphmem's own location."""
+    """Record ``source`` and assert ``items`` in ONE write transaction (as ``Memory.record``)
+    and, with ``mark``, the ``load.mark`` of that filing in the same transaction: a
+    failure leaves neither the source, nor any fact of that filing, nor its mark. Errors
+    are re-raised naming the file and filing (``where``) before graphmem's own location."""
+    scope = mem.scope(scope)
+    sources, facts_in = record_args([source], items)
+
+    def work(tx: Tx, at: Any) -> WriteReport:
+        report = record_in(tx, scope, sources, facts_in, at)
+        if mark is not None:
+            tx.run("load.mark", recorded_at=at, **mark, **scope_params(scope))
+        return report
+
     try:
-        return mem.record(scope, sources=[source], items=items)
+        return mem.write(scope, "record", work)
     except InputError as exc:
         raise InputError(f"{where}: {exc.where}", exc.reason) from exc

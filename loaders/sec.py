@@ -1,6 +1,8 @@
-"""SEC EDGAR company facts (``data.sec.gov/api/xbrl/companyfacts/``) into graphmem.
+"""SEC EDGAR company facts (``data.sec.gov/api/xbrl/companyfacts/``): reading one company.
 
-``load(mem, scope, companyfacts, submissions=None)`` writes
+:func:`read` turns one company's companyfacts file (and its submissions files, for
+acceptance times) into :class:`CompanyFacts`: the company, its filings in the order they
+became public, and for each filing a :class:`Batch` of what graphmem writes for it,
 
 * one :class:`Entity` per company: id ``cik:<CIK without leading zeros>``, name the
   file's ``entityName``, kind ``company``, and the tickers of the submissions file
@@ -16,23 +18,44 @@
   with the period from ``start``/``end`` only: ``fy``/``fp`` name the *filing's* focus
   and ``frame`` sits only on the last-filed row, so neither is point-in-time safe.
 
-Order and transactions. Filings are written in ``available_by`` order (then accession),
-each in ONE write transaction with its source (see ``_common.write_filing``), so a
-failure leaves nothing of that filing; the memory's idempotency makes a reload change
-nothing and a failed load resumable by running it again.
+Reading has no database: it is the input layer that the online load
+(:mod:`graphmem.loaders.edgar`, and :func:`load` here for one file) and an offline
+bootstrap share. Writing is theirs.
 
-Validation first. The whole file is checked before anything is written — the JSON,
-the keys, the types of ``val``/``start``/``end``/``accn``/``form``/``filed``, the unit
-(whitelist in ``_common.unit_ok``), the period (start after end), one form/filed per
-accession. The first problem raises :class:`graphmem.InputError` naming the file, the
-``taxonomy:concept [unit]`` and the row index in that unit's list; the database is
-untouched. Numbers are parsed as exact decimals (``ijson``'s ``use_float=False``); a JSON
-``true`` or a string where a number belongs is refused; ``NaN``/``Infinity`` too.
+What is accepted. Any taxonomy (``us-gaap``, ``ifrs-full``, ``dei``, ``srt``, company
+ones), any form (10-K, 20-F, 40-F, 6-K, 8-K, proxies, prospectuses ...), ``fy``/``fp``
+and labels null or absent, values from tiny fractions to 1e14 in any currency, and any
+unit id the SEC emits (``_common.unit_problem`` refuses only what cannot be a unit).
+The unit is part of the key as spelled: ``Segment`` and ``segment`` in one file are two
+keys (XBRL unit ids are case-sensitive; the report lists such case variants).
+
+Rows that cannot be facts are quarantined, not fatal (:mod:`.quarantine`): a row with
+no ``end``/``val``/``accn``/``form``/``filed``, a ``val`` that is not a finite number (a
+JSON ``true`` or a string included), an impossible date, ``start`` after ``end``, an
+``accn`` that is not an accession number, a form or filed date that differs from an
+earlier row of the same accession, an impossible unit id, or a fact that graphmem's
+models refuse (their bounds). It is left out and recorded; every other row of its filing
+loads. What is not companyfacts JSON at all — not JSON, truncated, binary, the wrong
+shape, no ``cik`` — raises :class:`graphmem.InputError` naming the file before any of
+that company is written (the whole file is read before its first filing is).
+Numbers are parsed as exact decimals (``ijson``'s ``use_float=False``); ``NaN`` and
+``Infinity`` are not JSON and fail the file.
+
+Submissions. A submissions file's ``filings.recent`` block holds about the last 1,000
+filings; older ones are in paged files (``CIK##########-submissions-001.json`` ...: the
+same columns at the top level, no ``cik``). Every page given is merged; a page named in
+``filings.files`` but not given leaves its accessions to the filed-date rule, and the
+report says which pages were missing. ``cik`` may be a number or digits with or without
+leading zeros. A row whose accession number or acceptance time cannot be read is
+quarantined (reason ``bad-acceptance``) and its filing keeps the filed-date rule. An
+acceptance time can be days before the ``filed`` date (an after-hours Friday acceptance
+is dated the next business day): the acceptance time is when the filing became public,
+and it is what ``available_by`` takes.
 
 Memory. The file is streamed (``ijson``): each row is checked as it is read and kept on
 disk in a temporary SQLite spool grouped by accession (:mod:`.spool`), together with the
 one value per fact key the re-rounding rule compares against; FactIn objects are built
-for one accession at a time, written, and dropped. Memory is flat in the size of the
+for one accession at a time and dropped once written. Memory is flat in the size of the
 file: at any time Python holds one row being parsed and one filing's facts.
 
 Re-rounding. From late 2019 Tesla reports in millions, so a 2019 10-K re-prints the
@@ -56,34 +79,53 @@ sources). Anything else that differs — ``3,404,451,000`` re-printed as ``3,405
 (restatement), as DESIGN.md section 3 says. ``reround=False`` turns the rule off.
 Only values within one file are compared: a file loaded over data from another file
 starts with no current values.
+
+Resuming. Each batch carries a digest of what it writes (its source's times and form,
+every key and value after re-rounding). :meth:`CompanyFacts.batches` is given the
+digests a previous load recorded per filing and marks the batches whose digest is
+unchanged as ``recorded``: their FactIns are never built, while the re-rounding state
+still moves through them, so the filings after them come out exactly as in one clean
+load.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import re
-import time
+import zipfile
+import zlib
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import ijson
+from pydantic import ValidationError
 
 from graphmem import values
 from graphmem.errors import InputError
-from graphmem.models import Authority, Entity, FactIn, Period, Scope, Source
+from graphmem.models import Authority, Entity, FactIn, Period, Source
 
 from . import availability as av
-from ._common import LoadReport, Writer, check_unit, progress, write_filing
+from ._common import LoadReport, unit_problem
+from .quarantine import Quarantined, Sink
 from .spool import Row, Spool
+from .universe import Company, Document
 
-__all__ = ["LoadReport", "entity_id", "filing_uri", "load", "read_json", "rerounds"]
+__all__ = ["Acceptances", "Batch", "CompanyFacts", "LoadReport", "entity_id", "filing_uri", "load", "read",
+           "read_json", "read_submissions", "reading", "rerounds"]
 
 _ACCESSION = re.compile(r"^\d{10}-\d{2}-\d{6}$")
 _REQUIRED = ("end", "val", "accn", "form", "filed")
+#: Changes whenever what a batch writes for the same rows changes, so that filings
+#: recorded by an older loader are written again (the write path's idempotency keeps
+#: what is already there).
+DIGEST_VERSION = "1"
 
 
 def entity_id(cik: int | str) -> str:
@@ -99,6 +141,11 @@ def filing_uri(cik: int | str, accession: str) -> str:
     )
 
 
+def document(item: str | Path | Document) -> Document:
+    """A Document for a path (a Document stays itself)."""
+    return item if isinstance(item, Document) else Document.file(item)
+
+
 # ------------------------------------------------------------------ reading
 
 
@@ -106,19 +153,18 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number")
 
 
-def read_json(path: str | Path) -> Any:
-    """The parsed JSON of ``path`` with exact decimals, or InputError naming the file."""
-    path = Path(path)
+def read_json(source: str | Path | Document) -> Any:
+    """The parsed JSON of a file or archive member with exact decimals, or InputError
+    naming it."""
+    doc = document(source)
     try:
-        with path.open("rb") as handle:
+        with doc.open() as handle:
             return json.load(handle, parse_float=Decimal, parse_constant=_no_constant)
-    except FileNotFoundError:
-        raise InputError(str(path), "file not found") from None
     except json.JSONDecodeError as exc:
-        raise InputError(str(path), f"not valid JSON: {exc.msg} at line {exc.lineno} "
-                                    f"column {exc.colno}") from None
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise InputError(str(path), f"not valid JSON: {exc}") from None
+        raise InputError(doc.name, f"not valid JSON: {exc.msg} at line {exc.lineno} "
+                                   f"column {exc.colno}") from None
+    except (UnicodeDecodeError, ValueError, EOFError, OSError, zipfile.BadZipFile, zlib.error) as exc:
+        raise InputError(doc.name, f"not valid JSON: {exc}") from None
 
 
 def _cik(value: Any, where: str) -> int:
@@ -126,27 +172,35 @@ def _cik(value: Any, where: str) -> int:
         raise InputError(where, f"cik must be a number or digits, got {type(value).__name__}")
     if isinstance(value, str) and not value.isdigit():
         raise InputError(where, f"cik must be digits, got {value!r}")
-    if int(value) <= 0:
-        raise InputError(where, f"cik must be positive, got {value!r}")
+    if int(value) <= 0 or len(str(value).lstrip("0")) > 10:
+        raise InputError(where, f"cik must be a positive number of at most 10 digits, got {value!r}")
     return int(value)
 
 
-def _value(val: Any, where: str) -> Decimal:
+def _accession_of(value: Any) -> str | None:
+    """``value`` when it is an accession number (what a quarantine record names)."""
+    return value if isinstance(value, str) and _ACCESSION.match(value) else None
+
+
+class _Problem(Exception):
+    """A row that cannot be a fact: its quarantine reason (see quarantine.REASONS) and detail."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+def _value(val: Any) -> Decimal:
     if isinstance(val, bool) or not isinstance(val, (int, Decimal)):
-        raise InputError(where, f"val must be a number, got {type(val).__name__} {val!r}")
+        raise _Problem("not-a-number", f"val must be a number, got {type(val).__name__} {val!r}")
     value = Decimal(val)
     if not value.is_finite():
-        raise InputError(where, f"val must be finite, got {val!r}")
+        raise _Problem("not-a-number", f"val must be finite, got {val!r}")
     try:  # graphmem's bounds on a decimal, before anything reads its digits
-        return values.typed(value)
+        value = values.typed(value)
     except ValueError as exc:
-        raise InputError(where, f"val out of bounds: {exc}") from None
-
-
-def _text(row: dict[str, Any], key: str, where: str) -> str:
-    value = row[key]
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(where, f"{key} must be a non-empty string, got {value!r}")
+        raise _Problem("out-of-bounds", f"val out of bounds: {exc}") from None
     return value
 
 
@@ -177,7 +231,7 @@ def rerounds(earlier: Decimal, later: Decimal, precision: int) -> bool:
 
 
 class _Filing:
-    """What validation keeps of one accession in memory: its form and date (and the text
+    """What reading keeps of one accession in memory: its form and date (and the text
     the date was read from), and how its values are rounded per unit (its rows go to the
     spool)."""
 
@@ -200,23 +254,236 @@ class _Filing:
         return self._precision[unit]
 
 
+class _Rows:
+    """The row checks, remembering what a file repeats: each distinct unit, date text and
+    filing is checked once, not once per row (Tesla's 17,718 rows name 11 units, 239
+    dates and 50 filings). A row that cannot be a fact raises :class:`_Problem`."""
+
+    def __init__(self) -> None:
+        self.filings: dict[str, _Filing] = {}
+        self._units: dict[str, str | None] = {}  # unit -> why it cannot be one (None: fine)
+        self._dates: dict[str, str] = {}  # a checked date text -> its ISO text
+
+    def check(self, row: Any, unit: str) -> tuple[_Filing, str | None, str, Decimal]:
+        """The row's filing, ISO start (or None) and end, and exact value."""
+        if unit not in self._units:
+            self._units[unit] = unit_problem(unit)
+        if self._units[unit] is not None:
+            raise _Problem("bad-unit", self._units[unit])
+        if not isinstance(row, dict):
+            raise _Problem("not-an-object", f"row must be an object, got {type(row).__name__}")
+        for key in _REQUIRED:
+            if key not in row or row[key] is None:
+                raise _Problem("missing-key", f"missing key {key!r}")
+        value = _value(row["val"])
+        end = self._date(row["end"], "end")
+        start = row.get("start")
+        if start is not None:
+            start = self._date(start, "start")
+            if start > end:  # ISO texts order as the dates do
+                raise _Problem("impossible-period", f"impossible period: start {start} is after end {end}")
+        return self._filing(row), start, end, value
+
+    def _date(self, text: Any, key: str) -> str:
+        """The ISO text of a date text (checked the first time it is seen)."""
+        iso = self._dates.get(text) if isinstance(text, str) else None
+        if iso is None:
+            try:
+                iso = av.parse_date(text, key).isoformat()
+            except InputError as exc:
+                raise _Problem("bad-date", f"{key}: {exc.reason}") from None
+            self._dates[text] = iso
+        return iso
+
+    def _filing(self, row: dict[str, Any]) -> _Filing:
+        """The row's accession, form and filing date, one per accession across the file."""
+        accession = row["accn"]
+        filing = self.filings.get(accession) if isinstance(accession, str) else None
+        if filing is not None and row["form"] == filing.form and row["filed"] == filing.filed_text:
+            return filing  # as an earlier row of this accession had them: checked then
+        if not isinstance(accession, str) or not _ACCESSION.match(accession):
+            raise _Problem("bad-accession", f"accn {accession!r} is not an accession number (0000000000-00-000000)")
+        form = row["form"]
+        if not isinstance(form, str) or not form.strip():
+            raise _Problem("bad-form", f"form must be a non-empty string, got {form!r}")
+        filed = dt.date.fromisoformat(self._date(row["filed"], "filed"))
+        if filing is None:
+            filing = self.filings[accession] = _Filing(accession, form, filed, row["filed"])
+        elif (filing.form, filing.filed) != (form, filed):
+            raise _Problem(
+                "filing-mismatch",
+                f"accession {accession} is form {form} filed {filed} here but "
+                f"{filing.form} filed {filing.filed} in an earlier row",
+            )
+        return filing
+
+
+@dataclass
+class _Read:
+    """What reading a companyfacts file gives: the company, its filings and counts."""
+
+    cik: int
+    name: str | None
+    filings: dict[str, _Filing]
+    rows: int
+    quarantined: list[Quarantined]
+    case_variants: list[str]
+
+
+def _read_facts(doc: Document, spool: Spool, sink: Sink | None) -> _Read:
+    """Check the whole file row by row as it streams, spool its rows by accession, and
+    quarantine the rows that cannot be facts; a file that is not companyfacts raises."""
+    file = doc.name
+    top: dict[str, Any] = {}
+    checks = _Rows()
+    rows = 0
+    kept: list[Quarantined] = []
+    units: dict[tuple[str, str], set[str]] = defaultdict(set)  # (taxonomy, concept) -> its units
+    for location, row in _stream(doc):
+        if len(location) == 1:
+            top[str(location[0])] = row
+            continue
+        _, taxonomy, concept, _, unit, index = location
+        rows += 1
+        try:
+            filing, start, end, value = checks.check(row, unit)
+        except _Problem as problem:  # named here, not built for every row that passes
+            record = Quarantined(file=file, attribute=f"{taxonomy}:{concept}", unit=str(unit), row=int(index),
+                                 accession=_accession_of(row.get("accn") if isinstance(row, dict) else None),
+                                 reason=problem.reason, detail=problem.detail)
+            kept.append(record)
+            if sink is not None:
+                sink(record)
+            continue
+        units[taxonomy, concept].add(unit)
+        spool.add(filing.accession, Row(taxonomy, concept, unit, start, end, value, int(index)))
+        zeros = _trailing_zeros(value)
+        if zeros is not None:
+            filing.zeros[unit][zeros] += 1
+    if "facts" not in top:
+        raise InputError(file, "missing key 'facts'")
+    if "cik" not in top:
+        raise InputError(file, "missing key 'cik'")
+    cik = _cik(top["cik"], f"{file}: cik")
+    name = top.get("entityName")
+    spool.seal()
+    variants = sorted(f"{taxonomy}:{concept} [{', '.join(sorted(found))}]" for (taxonomy, concept), found
+                      in units.items() if len({u.lower() for u in found}) < len(found))
+    return _Read(cik, name.strip() if isinstance(name, str) and name.strip() else None,
+                 checks.filings, rows, kept, variants)
+
+
+# ------------------------------------------------------------------ submissions
+
+
+@dataclass
+class Acceptances:
+    """What a company's submissions files say: acceptance times by accession, tickers,
+    whether the clock is New York's, the pages named but not given, and the rows that
+    could not be read."""
+
+    times: dict[str, str] = field(default_factory=dict)
+    tickers: tuple[str, ...] = ()
+    ny_clock: bool = False
+    missing_pages: tuple[str, ...] = ()
+    quarantined: list[Quarantined] = field(default_factory=list)
+
+
+def _columns(block: Any, where: str) -> tuple[list[Any], list[Any]]:
+    """The accessionNumber and acceptanceDateTime columns of a recent block or a page."""
+    if not isinstance(block, dict) or "accessionNumber" not in block or "acceptanceDateTime" not in block:
+        raise InputError(where, "missing key accessionNumber or acceptanceDateTime")
+    numbers, accepted = block["accessionNumber"], block["acceptanceDateTime"]
+    if not isinstance(numbers, list) or not isinstance(accepted, list):
+        raise InputError(where, "accessionNumber and acceptanceDateTime must be lists")
+    if len(numbers) != len(accepted):
+        raise InputError(where, "accessionNumber and acceptanceDateTime differ in length")
+    return numbers, accepted
+
+
+def read_submissions(docs: Sequence[Document], cik: int, sink: Sink | None = None) -> Acceptances:
+    """Merge a company's submissions files (its main file and any pages, in any order)."""
+    out = Acceptances()
+    named: set[str] = set()
+    given: set[str] = set()
+    for doc in docs:
+        data = read_json(doc)
+        if not isinstance(data, dict):
+            raise InputError(doc.name, "a submissions object is required at the top level")
+        if "cik" in data and _cik(data["cik"], f"{doc.name}: cik") != cik:
+            raise InputError(f"{doc.name}: cik", f"is {data['cik']!r}, but the company facts are CIK {cik}")
+        given.add(Path(doc.name.rpartition(":")[2]).name)
+        if "filings" in data:  # a main file: its recent block, its pages, its tickers
+            filings = data["filings"]
+            if not isinstance(filings, dict) or "recent" not in filings:
+                raise InputError(doc.name, "missing key 'recent' under filings")
+            numbers, accepted = _columns(filings["recent"], f"{doc.name}: filings.recent")
+            where = f"{doc.name}: filings.recent"
+            named |= {f["name"] for f in filings.get("files") or [] if isinstance(f, dict)
+                      and isinstance(f.get("name"), str)}
+            tickers = data.get("tickers") or []
+            if not isinstance(tickers, list) or not all(isinstance(t, str) for t in tickers):
+                raise InputError(f"{doc.name}: tickers", "must be a list of strings")
+            out.tickers = tuple(dict.fromkeys(out.tickers + tuple(t for t in tickers if t)))
+        else:
+            numbers, accepted = _columns(data, doc.name)
+            where = doc.name
+        for index, (number, text) in enumerate(zip(numbers, accepted, strict=True)):
+            problem = _acceptance_problem(number, text)
+            if problem is None:
+                if text not in (None, ""):
+                    out.times[number] = text
+                continue
+            record = Quarantined(file=doc.name, row=index, reason="bad-acceptance", accession=_accession_of(number),
+                                 detail=f"{where} row {index}: {problem}")
+            out.quarantined.append(record)
+            if sink is not None:
+                sink(record)
+    out.missing_pages = tuple(sorted(n for n in named if n not in given and not _page_given(n, given)))
+    out.ny_clock = av.edgar_clock_is_new_york(out.times.values())
+    return out
+
+
+def _page_given(name: str, given: set[str]) -> bool:
+    """Was the page the SEC names ``CIK##########-submissions-001.json`` given under
+    another name (``submissions-CIK##########-company-001.json``)?"""
+    match = re.search(r"CIK(\d{10})-submissions-(\d+)\.json$", name)
+    if not match:
+        return False
+    return any(match[1] in g and re.search(rf"-{match[2]}\.json$", g) for g in given)
+
+
+def _acceptance_problem(number: Any, text: Any) -> str | None:
+    if not isinstance(number, str) or not _ACCESSION.match(number):
+        return f"accessionNumber {number!r} is not an accession number"
+    if text in (None, ""):
+        return None
+    if not isinstance(text, str):
+        return f"acceptanceDateTime must be a string, got {text!r}"
+    try:
+        av.from_acceptance(text)
+    except InputError as exc:
+        return f"acceptanceDateTime: {exc.reason}"
+    return None
+
+
 _ROW_DEPTH = 6  # facts > taxonomy > concept > "units" > unit > row index
 FACTS = object()  # what _stream yields for the start of `facts`: present, and an object
 
 
-def _stream(path: str | Path) -> Iterator[tuple[tuple[str | int, ...], Any]]:
+def _stream(doc: Document) -> Iterator[tuple[tuple[str | int, ...], Any]]:
     """(location, value) of each top-level value but ``facts`` and of each row, streamed.
 
     ``location`` is the path of keys (and the row's index) down to the value. The nesting
     above the rows is checked on the way; each row and top-level value is built alone, so
     no more than one row is ever held (``ijson``, decimals exact as with ``json.load``).
     """
-    file = str(path)
+    file = doc.name
     keys: list[str | int] = []  # the current key (map) or index (array) of each open container
     arrays: list[bool] = []  # whether each open container is an array
     seen_units: list[bool] = []  # per open concept body: has it a "units" key?
     try:
-        with Path(path).open("rb") as handle:
+        with doc.open() as handle:
             events = ijson.basic_parse(handle, use_float=False)
             for event, value in events:
                 if event == "map_key":
@@ -248,9 +515,8 @@ def _stream(path: str | Path) -> Iterator[tuple[tuple[str | int, ...], Any]]:
                     arrays.append(event == "start_array")
                     if len(keys) == 4:
                         seen_units.append(False)
-    except FileNotFoundError:
-        raise InputError(file, "file not found") from None
-    except (ijson.JSONError, UnicodeDecodeError, ValueError) as exc:
+    except (ijson.JSONError, UnicodeDecodeError, ValueError, EOFError, OSError, zipfile.BadZipFile,
+            zlib.error) as exc:
         raise InputError(file, f"not valid JSON: {_first_line(exc)}") from None
 
 
@@ -311,251 +577,214 @@ def _check_units(seen: bool, keys: list[str | int], file: str) -> None:
         raise InputError(f"{file}: {keys[1]}:{keys[2]}", "missing key 'units'")
 
 
-class _Rows:
-    """The row checks, remembering what a file repeats: each distinct unit, date text and
-    filing is checked once, not once per row (Tesla's 17,718 rows name 11 units, 239
-    dates and 50 filings). Errors are raised with ``where`` relative to the row
-    ("" or ": end"); the caller names the file and row (see :func:`_validate`)."""
-
-    def __init__(self) -> None:
-        self.filings: dict[str, _Filing] = {}
-        self._units: set[str] = set()
-        self._dates: dict[str, str] = {}  # a checked date text -> its ISO text
-
-    def check(self, row: Any, unit: str) -> tuple[_Filing, str | None, str, Decimal]:
-        """The row's filing, ISO start (or None) and end, and exact value."""
-        if unit not in self._units:
-            check_unit(unit, "")
-            self._units.add(unit)
-        if not isinstance(row, dict):
-            raise InputError("", f"row must be an object, got {type(row).__name__}")
-        for key in _REQUIRED:
-            if key not in row:
-                raise InputError("", f"missing key {key!r}")
-        value = _value(row["val"], "")
-        end = self._date(row["end"], ": end")
-        start = row.get("start")
-        if start is not None:
-            start = self._date(start, ": start")
-            if start > end:  # ISO texts order as the dates do
-                raise InputError("", f"impossible period: start {start} is after end {end}")
-        return self._filing(row), start, end, value
-
-    def _date(self, text: Any, where: str) -> str:
-        """The ISO text of a date text (checked the first time it is seen)."""
-        iso = self._dates.get(text) if isinstance(text, str) else None
-        if iso is None:
-            iso = av.parse_date(text, where).isoformat()
-            self._dates[text] = iso
-        return iso
-
-    def _filing(self, row: dict[str, Any]) -> _Filing:
-        """The row's accession, form and filing date, one per accession across the file."""
-        filing = self.filings.get(row["accn"]) if isinstance(row["accn"], str) else None
-        if filing is not None and row["form"] == filing.form and row["filed"] == filing.filed_text:
-            return filing  # as an earlier row of this accession had them: checked then
-        accession = _text(row, "accn", "")
-        if not _ACCESSION.match(accession):
-            raise InputError("", f"accn {accession!r} is not an accession number (0000000000-00-000000)")
-        form = _text(row, "form", "")
-        filed = dt.date.fromisoformat(self._date(row["filed"], ": filed"))
-        if filing is None:
-            filing = self.filings[accession] = _Filing(accession, form, filed, row["filed"])
-        elif (filing.form, filing.filed) != (form, filed):
-            raise InputError(
-                "",
-                f"accession {accession} is form {form} filed {filed} here but "
-                f"{filing.form} filed {filing.filed} in an earlier row",
-            )
-        return filing
+# ------------------------------------------------------------------ one company
 
 
-def _validate(path: str | Path, spool: Spool) -> tuple[int, str, dict[str, _Filing], int]:
-    """Check the whole file, row by row as it streams, and spool its rows by accession;
-    the first problem raises before anything is written."""
-    file = str(path)
-    top: dict[str, Any] = {}
-    checks = _Rows()
-    rows = 0
-    for location, row in _stream(path):
-        if len(location) == 1:
-            top[str(location[0])] = row
-            continue
-        _, taxonomy, concept, _, unit, index = location
-        try:
-            filing, start, end, value = checks.check(row, unit)
-        except InputError as exc:  # named here, not built for every row that passes
-            raise InputError(f"{file}: {taxonomy}:{concept} [{unit}] row {index}{exc.where}",
-                             exc.reason) from None
-        spool.add(filing.accession, Row(taxonomy, concept, unit, start, end, value))
-        zeros = _trailing_zeros(value)
-        if zeros is not None:
-            filing.zeros[unit][zeros] += 1
-        rows += 1
-    for key in ("cik", "entityName", "facts"):
-        if key not in top:
-            raise InputError(file, f"missing key {key!r}")
-    cik = _cik(top["cik"], f"{file}: cik")
-    name = top["entityName"]
-    if not isinstance(name, str) or not name.strip():
-        raise InputError(f"{file}: entityName", f"must be a non-empty string, got {name!r}")
-    spool.seal()
-    return cik, name.strip(), checks.filings, rows
+@dataclass
+class Batch:
+    """One filing as graphmem writes it: its source and facts (one transaction).
 
-
-def _submissions(path: str | Path, cik: int) -> tuple[dict[str, str], tuple[str, ...], bool]:
-    """Acceptance times by accession, the tickers, and whether the clock is New York's."""
-    file = str(path)
-    data = read_json(path)
-    if not isinstance(data, dict):
-        raise InputError(file, "a submissions object is required at the top level")
-    if "cik" in data and _cik(data["cik"], f"{file}: cik") != cik:
-        raise InputError(f"{file}: cik", f"is {data['cik']!r}, but the company facts are CIK {cik}")
-    try:
-        recent = data["filings"]["recent"]
-        numbers = recent["accessionNumber"]
-        accepted = recent["acceptanceDateTime"]
-    except (KeyError, TypeError) as exc:
-        raise InputError(file, f"missing key {exc.args[0]!r} under filings.recent") from None
-    if not isinstance(numbers, list) or not isinstance(accepted, list):
-        raise InputError(f"{file}: filings.recent", "accessionNumber and acceptanceDateTime must be lists")
-    if len(numbers) != len(accepted):
-        raise InputError(f"{file}: filings.recent", "accessionNumber and acceptanceDateTime differ in length")
-    acceptances: dict[str, str] = {}
-    for index, (number, text) in enumerate(zip(numbers, accepted, strict=True)):
-        where = f"{file}: filings.recent row {index}"
-        if not isinstance(number, str) or not _ACCESSION.match(number):
-            raise InputError(where, f"accessionNumber {number!r} is not an accession number")
-        if text in (None, ""):
-            continue
-        if not isinstance(text, str):
-            raise InputError(where, f"acceptanceDateTime must be a string, got {text!r}")
-        av.from_acceptance(text, where=f"{where}: acceptanceDateTime")  # refuse bad text now
-        acceptances[number] = text
-    tickers = data.get("tickers") or []
-    if not isinstance(tickers, list) or not all(isinstance(t, str) for t in tickers):
-        raise InputError(f"{file}: tickers", "must be a list of strings")
-    return acceptances, tuple(t for t in tickers if t), av.edgar_clock_is_new_york(acceptances.values())
-
-
-# ------------------------------------------------------------------ loading
-
-
-def load(
-    mem: Writer,
-    scope: Scope,
-    companyfacts: str | Path,
-    submissions: str | Path | None = None,
-    *,
-    ny_clock: bool | None = None,
-    reround: bool = True,
-    show_progress: bool | None = None,
-) -> LoadReport:
-    """Load one companyfacts file (and the company's submissions file, for acceptance times).
-
-    ``ny_clock`` forces (True/False) the submissions clock reading; None detects it
-    (see :mod:`.availability`). ``reround=False`` makes every changed value a new
-    version. Returns a :class:`LoadReport`.
+    ``recorded``: a previous load recorded this filing with the same ``digest``, so
+    ``items`` was not built (empty). ``quarantined``: its rows that graphmem's models
+    refused (the rows refused while reading are in :attr:`CompanyFacts.quarantined`).
     """
-    started = time.monotonic()
-    scope = mem.scope(scope)
-    with Spool() as spool:
-        report = _load(mem, scope, companyfacts, submissions, spool, ny_clock, reround, show_progress)
-    report.seconds = round(time.monotonic() - started, 3)
-    return report
+
+    source: Source
+    items: list[FactIn]
+    digest: str
+    rows: int
+    rerounded: int
+    duplicates: int
+    quarantined: list[Quarantined]
+    recorded: bool = False
 
 
-def _load(mem: Writer, scope: Scope, companyfacts: str | Path, submissions: str | Path | None,
-          spool: Spool, ny_clock: bool | None, reround: bool, show_progress: bool | None) -> LoadReport:
-    """``load``, with the file's rows spooled by accession."""
-    file = str(companyfacts)
-    cik, name, filings, rows = _validate(companyfacts, spool)
-    acceptances: dict[str, str] = {}
-    tickers: tuple[str, ...] = ()
-    detected = False
-    if submissions is not None:
-        acceptances, tickers, detected = _submissions(submissions, cik)
-    clock = detected if ny_clock is None else ny_clock
+@dataclass
+class CompanyFacts:
+    """One company read and checked: its entity, filings in publication order, and the
+    rows quarantined while reading. Its rows stay in ``spool`` (open while it is used)."""
 
-    publisher = entity_id(cik)
+    file: str
+    entity: Entity
+    cik: int
+    rows: int
+    plan: list[tuple[_Filing, av.Availability]]
+    acceptances: Acceptances
+    quarantined: list[Quarantined]
+    case_variants: list[str]
+    spool: Spool = field(repr=False)
+    reround: bool = True
+    sink: Sink | None = field(default=None, repr=False)
+
+    @property
+    def accessions(self) -> list[str]:
+        return [filing.accession for filing, _ in self.plan]
+
+    def source_id(self, accession: str, shared: frozenset[str] = frozenset()) -> str:
+        """The id of a filing's Source: its accession number, or for a filing that
+        another company already recorded under that id (a combined filing of several
+        registrants), the accession and this company's entity id
+        (``0001193125-24-000123:cik:1326160``)."""
+        return f"{accession}:{self.entity.id}" if accession in shared else accession
+
+    def source(self, filing: _Filing, when: av.Availability, shared: frozenset[str] = frozenset()) -> Source:
+        """The Source of one filing (see the module docstring)."""
+        meta = {"available_by_rule": when.rule, "form": filing.form, "filed": filing.filed.isoformat(),
+                "accession": filing.accession, "cik": str(self.cik)}
+        if filing.accession in self.acceptances.times:
+            meta["acceptance"] = self.acceptances.times[filing.accession]
+        return Source(id=self.source_id(filing.accession, shared), kind=filing.form, authority=Authority.PRIMARY,
+                      available_by=when.at, publisher=self.entity.id, uri=filing_uri(self.cik, filing.accession),
+                      title=f"{filing.form} filed {filing.filed.isoformat()}", meta=meta)
+
+    def batches(self, recorded: Mapping[str, str] | None = None,
+                shared: frozenset[str] = frozenset()) -> Iterator[Batch]:
+        """Each filing's Batch, in publication order. ``recorded`` maps accessions to the
+        digest a previous load recorded for them: a filing with the same digest now is
+        yielded ``recorded`` without its FactIns (see the module docstring). ``shared``:
+        accessions another company recorded already (see :meth:`source_id`)."""
+        recorded = recorded or {}
+        for filing, when in self.plan:
+            source = self.source(filing, when, shared)
+            rows, values, rerounded = self._values(filing)
+            digest = _digest(source, rows, values)
+            if recorded.get(filing.accession) == digest:
+                yield Batch(source, [], digest, len(rows), rerounded, _duplicates(rows, values), [], recorded=True)
+                continue
+            items, refused = self._facts(filing, source.id, rows, values)
+            yield Batch(source, items, digest, len(rows), rerounded, _duplicates(rows, values), refused)
+
+    def _values(self, filing: _Filing) -> tuple[list[Row], list[Decimal], int]:
+        """A filing's rows and their values, re-rounded ones replaced by the value they
+        re-round (and the re-rounding state moved past this filing)."""
+        rows = list(self.spool.rows(filing.accession))
+        if not self.reround:
+            return rows, [r.value for r in rows], 0
+        current = self.spool.current({r.key for r in rows})
+        changed: dict[str, Decimal] = {}
+        values: list[Decimal] = []
+        rerounded = 0
+        for row in rows:
+            value, earlier = row.value, current.get(row.key)
+            if earlier is not None and rerounds(earlier, value, filing.precision(row.unit)):
+                value = earlier
+                rerounded += 1
+            if earlier != value:
+                current[row.key] = changed[row.key] = value
+            values.append(value)
+        self.spool.keep_current(changed)  # only what moved: the rest is in the spool already
+        return rows, values, rerounded
+
+    def _facts(self, filing: _Filing, source_id: str, rows: list[Row], values: list[Decimal]
+               ) -> tuple[list[FactIn], list[Quarantined]]:
+        """The FactIns of a filing; a row whose FactIn graphmem refuses is quarantined."""
+        items: list[FactIn] = []
+        refused: list[Quarantined] = []
+        periods = _Periods()
+        for row, value in zip(rows, values, strict=True):
+            try:
+                items.append(FactIn(entity=self.entity.id, attribute=f"{row.taxonomy}:{row.concept}",
+                                    unit=row.unit, period=periods.of(row.start, row.end), value=value,
+                                    sources=(source_id,)))
+            except (ValidationError, InputError, ValueError) as exc:
+                record = Quarantined(file=self.file, attribute=f"{row.taxonomy}:{row.concept}", unit=row.unit,
+                                     row=row.index, accession=filing.accession, reason="out-of-bounds",
+                                     detail=_first_error(exc))
+                refused.append(record)
+                if self.sink is not None:
+                    self.sink(record)
+        return items, refused
+
+
+def _duplicates(rows: list[Row], values: list[Decimal]) -> int:
+    """Rows of a filing that repeat an earlier row's key and value."""
+    return len(rows) - len({(r.key, v) for r, v in zip(rows, values, strict=True)})
+
+
+def _digest(source: Source, rows: list[Row], values: list[Decimal]) -> str:
+    """What a filing writes, as one hash: its source and every key and value."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(json.dumps([DIGEST_VERSION, source.model_dump(mode="json")], sort_keys=True).encode())
+    for row, value in zip(rows, values, strict=True):
+        h.update(f"{row.key}\x1e{value}\n".encode())
+    return h.hexdigest()
+
+
+def _first_error(exc: Exception) -> str:
+    """One line for a refused FactIn: pydantic's first error, or the InputError itself."""
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        place = ".".join(str(p) for p in err.get("loc", ()))
+        return f"{place}: {err.get('msg')}" if place else str(err.get("msg"))
+    return str(exc).splitlines()[0]
+
+
+def read(companyfacts: str | Path | Document, submissions: Sequence[str | Path | Document] = (),
+         *, spool: Spool, ny_clock: bool | None = None, reround: bool = True,
+         sink: Sink | None = None) -> CompanyFacts:
+    """Read one company: its companyfacts file and its submissions files (main and pages).
+
+    ``ny_clock`` forces (True/False) the submissions clock reading; None detects it (see
+    :mod:`.availability`). ``reround=False`` makes every changed value a new version.
+    ``sink`` receives each quarantine record as it is made. Raises InputError for a file
+    that is not companyfacts or submissions JSON; the rows stay in ``spool``.
+    """
+    facts_doc = document(companyfacts)
+    found = _read_facts(facts_doc, spool, sink)
+    docs = [document(d) for d in submissions]
+    acceptances = read_submissions(docs, found.cik, sink) if docs else Acceptances()
+    clock = acceptances.ny_clock if ny_clock is None else ny_clock
     plan = []
-    for filing in filings.values():
-        when = av.filing_availability(
-            filing.accession, filed=filing.filed, acceptances=acceptances, ny_clock=clock,
-            where=f"{file}: accession {filing.accession}",
-        )
-        plan.append((when.at, filing.accession, filing, when))
-    plan.sort(key=lambda p: (p[0], p[1]))
-
-    report = LoadReport(file=file, rows=rows)
-    mem.put_entity(scope, Entity(id=publisher, name=name, kind="company", aliases=tickers))
-    report.entities = 1
-
-    with progress(f"{Path(file).name}", len(plan), show_progress) as advance:
-        for _, accession, filing, when in plan:
-            meta = {
-                "available_by_rule": when.rule,
-                "form": filing.form,
-                "filed": filing.filed.isoformat(),
-                "accession": accession,
-                "cik": str(cik),
-            }
-            if accession in acceptances:
-                meta["acceptance"] = acceptances[accession]
-            source = Source(
-                id=accession,
-                kind=filing.form,
-                authority=Authority.PRIMARY,
-                available_by=when.at,
-                publisher=publisher,
-                uri=filing_uri(cik, accession),
-                title=f"{filing.form} filed {filing.filed.isoformat()}",
-                meta=meta,
-            )
-            items, rerounded, duplicates = _facts(spool, filing, publisher, reround)
-            result = write_filing(mem, scope, source, items, f"{file}: accession {accession}")
-            report.sources += 1
-            report.sources_recorded += result.sources_recorded
-            report.add_rule(when.rule)
-            report.assertions += len(items) - duplicates
-            report.duplicates += duplicates
-            report.rerounded += rerounded
-            report.versions_created += result.created
-            report.evidence_added += result.evidence_added
-            report.unchanged += result.unchanged
-            del items
-            advance()
-    return report
+    for filing in found.filings.values():
+        when = av.filing_availability(filing.accession, filed=filing.filed, acceptances=acceptances.times,
+                                      ny_clock=clock, where=f"{facts_doc.name}: accession {filing.accession}")
+        plan.append((filing, when))
+    plan.sort(key=lambda p: (p[1].at, p[0].accession))
+    entity = Entity(id=entity_id(found.cik), name=found.name, kind="company", aliases=acceptances.tickers)
+    return CompanyFacts(facts_doc.name, entity, found.cik, found.rows, plan, acceptances,
+                        found.quarantined + acceptances.quarantined, found.case_variants, spool, reround, sink)
 
 
-def _facts(spool: Spool, filing: _Filing, entity: str, reround: bool) -> tuple[list[FactIn], int, int]:
-    """The FactIns of one filing (validated rows), with re-roundings made corroborations."""
-    rows = list(spool.rows(filing.accession))
-    keys = [f"{r.taxonomy}:{r.concept}\x1f{r.unit}\x1f{r.start or ''}\x1f{r.end}" for r in rows]
-    current = spool.current(set(keys)) if reround else {}
-    changed: dict[str, Decimal] = {}
-    items: list[FactIn] = []
-    seen: set[tuple[str, Decimal]] = set()
-    rerounded = duplicates = 0
-    periods = _Periods()
-    for row, key in zip(rows, keys, strict=True):
-        value = row.value
-        earlier = current.get(key)
-        if (reround and earlier is not None
-                and rerounds(earlier, value, filing.precision(row.unit))):
-            value = earlier
-            rerounded += 1
-        if (key, value) in seen:
-            duplicates += 1
-        seen.add((key, value))
-        if current.get(key) != value:
-            current[key] = changed[key] = value
-        items.append(FactIn(entity=entity, attribute=f"{row.taxonomy}:{row.concept}", unit=row.unit,
-                            period=periods.of(row.start, row.end), value=value,
-                            sources=(filing.accession,)))
-    if reround:
-        spool.keep_current(changed)  # only what moved: the rest is in the spool already
-    return items, rerounded, duplicates
+@contextmanager
+def reading(company: Company, *, ny_clock: bool | None = None, reround: bool = True,
+            sink: Sink | None = None) -> Iterator[CompanyFacts]:
+    """:func:`read` of a universe's company (see :mod:`.universe`), with a spool of its
+    own that is deleted when the block ends: the input of any writer, online or not::
+
+        with universe.discover(paths) as found:
+            for company in universe.select(found):
+                with sec.reading(company) as facts:
+                    for batch in facts.batches():
+                        ...  # batch.source, batch.items; facts.quarantined, batch.quarantined
+    """
+    if company.facts is None:
+        raise InputError(f"CIK {company.cik}", "no companyfacts file for this CIK in the inputs")
+    with Spool() as spool:
+        yield read(company.facts, company.submissions, spool=spool, ny_clock=ny_clock, reround=reround, sink=sink)
+
+
+def load(mem: Any, scope: Any, companyfacts: str | Path | Document,
+         submissions: str | Path | Document | Sequence[str | Path | Document] | None = None, *,
+         ny_clock: bool | None = None, reround: bool = True, show_progress: bool | None = None,
+         quarantine: Sink | None = None, resume: bool = True) -> LoadReport:
+    """Load one companyfacts file (and the company's submissions files, for acceptance
+    times) into ``mem``: :func:`graphmem.loaders.edgar.load_company` for one company.
+
+    Returns its :class:`LoadReport`; raises InputError for a file that is not
+    companyfacts JSON. Rows that cannot be facts are quarantined (``quarantine`` receives
+    each record; the report counts them by reason). Filings a previous load recorded
+    are not written again unless ``resume=False``.
+    """
+    from .edgar import load_files  # the online write builds on this module
+
+    if submissions is None:
+        docs: list[str | Path | Document] = []
+    elif isinstance(submissions, (str, Path, Document)):
+        docs = [submissions]
+    else:
+        docs = list(submissions)
+    return load_files(mem, scope, companyfacts, docs, ny_clock=ny_clock, reround=reround,
+                      show_progress=show_progress, quarantine=quarantine, resume=resume)
 
 
 class _Periods(dict[tuple[str | None, str], Period]):

@@ -9,10 +9,19 @@ size of the file: what is in Python at any time is one filing's rows.
 
 It also keeps the one value per fact key that the re-rounding rule compares against
 (``current``), for the same reason: one per key is one per row of a large file.
+
+A spool lives in a temporary folder named after its process
+(``graphmem-spool-<pid>-...``) and is deleted when it closes. A load that is killed
+cannot delete it; :func:`clean_stale`, called when a load starts, deletes the folders
+of processes that no longer run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
+import shutil
 import sqlite3
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -23,7 +32,8 @@ from typing import NamedTuple
 
 
 class Row(NamedTuple):
-    """One validated companyfacts row, as the loader needs it back."""
+    """One validated companyfacts row, as the loader needs it back (``index``: its place
+    in its unit's list, for a quarantine record)."""
 
     taxonomy: str
     concept: str
@@ -31,14 +41,47 @@ class Row(NamedTuple):
     start: str | None
     end: str
     value: Decimal
+    index: int = 0
+
+    @property
+    def key(self) -> str:
+        """The row's fact key within one company, as the re-rounding state names it."""
+        return f"{self.taxonomy}:{self.concept}\x1f{self.unit}\x1f{self.start or ''}\x1f{self.end}"
 
 
 _SCHEMA = """
 CREATE TABLE rows (accession TEXT NOT NULL, taxonomy TEXT NOT NULL, concept TEXT NOT NULL,
-                   unit TEXT NOT NULL, start TEXT, end TEXT NOT NULL, value TEXT NOT NULL);
+                   unit TEXT NOT NULL, start TEXT, end TEXT NOT NULL, value TEXT NOT NULL,
+                   idx INTEGER NOT NULL);
 CREATE TABLE current (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 """
 _BATCH = 10_000  # rows per INSERT
+_PREFIX = "graphmem-spool-"
+_OWNED = re.compile(rf"^{_PREFIX}(\d+)-")
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: running
+        return True
+    return True
+
+
+def clean_stale(folder: str | Path | None = None) -> list[Path]:
+    """Delete the spool folders left by processes that no longer run (a killed load);
+    return them. Folders of running processes, and any other folder, are left alone."""
+    removed = []
+    root = Path(folder or tempfile.gettempdir())
+    for path in root.glob(f"{_PREFIX}*"):
+        match = _OWNED.match(path.name)
+        if match and path.is_dir() and int(match[1]) != os.getpid() and not _running(int(match[1])):
+            with contextlib.suppress(OSError):
+                shutil.rmtree(path)
+                removed.append(path)
+    return removed
 _LOOKUP = 500  # keys per SELECT (SQLite allows 999 parameters at the least)
 
 
@@ -46,10 +89,10 @@ class Spool:
     """Rows by accession in a temporary database that is deleted on close."""
 
     def __init__(self) -> None:
-        self._dir = tempfile.TemporaryDirectory(prefix="graphmem-spool-")
+        self._dir = tempfile.TemporaryDirectory(prefix=f"{_PREFIX}{os.getpid()}-")
         self._db = sqlite3.connect(Path(self._dir.name) / "rows.sqlite3")
         self._db.executescript("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;" + _SCHEMA)
-        self._pending: list[tuple[str, str, str, str, str | None, str, str]] = []
+        self._pending: list[tuple[str, str, str, str, str | None, str, str, int]] = []
 
     def __enter__(self) -> Spool:
         return self
@@ -65,12 +108,12 @@ class Spool:
     def add(self, accession: str, row: Row) -> None:
         """Keep one row of ``accession`` (written in batches)."""
         self._pending.append((accession, row.taxonomy, row.concept, row.unit, row.start, row.end,
-                              str(row.value)))
+                              str(row.value), row.index))
         if len(self._pending) >= _BATCH:
             self._flush()
 
     def _flush(self) -> None:
-        self._db.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?)", self._pending)
+        self._db.executemany("INSERT INTO rows VALUES (?, ?, ?, ?, ?, ?, ?, ?)", self._pending)
         self._pending.clear()
 
     def seal(self) -> None:
@@ -83,10 +126,10 @@ class Spool:
     def rows(self, accession: str) -> Iterator[Row]:
         """The rows of one accession, in file order."""
         cursor = self._db.execute(
-            "SELECT taxonomy, concept, unit, start, end, value FROM rows WHERE accession = ? ORDER BY rowid",
+            "SELECT taxonomy, concept, unit, start, end, value, idx FROM rows WHERE accession = ? ORDER BY rowid",
             (accession,))
-        for taxonomy, concept, unit, start, end, value in cursor:
-            yield Row(taxonomy, concept, unit, start, end, Decimal(value))
+        for taxonomy, concept, unit, start, end, value, idx in cursor:
+            yield Row(taxonomy, concept, unit, start, end, Decimal(value), idx)
 
     def current(self, keys: Iterable[str]) -> dict[str, Decimal]:
         """The value last kept for each of these keys (those that have one)."""

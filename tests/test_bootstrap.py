@@ -31,7 +31,8 @@ import pytest
 from click.testing import CliRunner
 from graphdump import RowSink, from_neo4j
 from graphmem.loaders import bootstrap as loader
-from graphmem.loaders import sec
+from graphmem.loaders import edgar, sec, universe
+from graphmem.loaders.synthetic import MALFORMED, SyntheticUniverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -243,6 +244,24 @@ def test_importer_input_quotes_nulls_arrays_and_line_breaks(tmp_path):
 
 
 RANDOM_TENANTS = 4  # random histories bootstrapped beside Tesla and LPA, each in a tenant of its own
+SYNTHETIC = SyntheticUniverse(companies=4, filings=8, concepts=12, seed=3, malformed=len(MALFORMED), recent=4)
+
+
+class Collect(list):
+    """A quarantine sink keeping the records in memory (a context manager, as JsonLines)."""
+
+    @property
+    def records(self) -> list:
+        return [r.model_dump() for r in self]
+
+    def __call__(self, record) -> None:
+        self.append(record)
+
+    def __enter__(self) -> Collect:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
 
 
 @pytest.fixture(scope="module")
@@ -254,26 +273,36 @@ def booted(migrated, tmp_path_factory):
     scope = Scope(tenant=f"test-bootstrap-{uuid.uuid4().hex[:12]}")
     randoms = [(Scope(tenant=f"test-random-{uuid.uuid4().hex[:12]}"), random_history(random.Random(n)))
                for n in range(RANDOM_TENANTS)]
+    synthetic = Scope(tenant=f"test-synthetic-{uuid.uuid4().hex[:12]}")
+    archives = SYNTHETIC.write_zips(tmp_path_factory.mktemp("synthetic"))
     cfg = srv.ServerConfig(home=Path(tmp_path_factory.mktemp("bootstrapped")), port=offline._free_port(),
                            heap="1g", pagecache="256m")
 
     def load(build: Build):
         for other, history in randoms:
             replay(build, other, history)
-        build.flush()  # so that the loader's per-company counts are Tesla's and LPA's own
-        return loader.load(build, scope, [TESLA, LPA])
+        build.flush()  # so that the loader's per-company counts are its companies' own
+        with universe.discover(archives.values()) as found, Collect() as quarantined:
+            universe_report = loader.load(build, synthetic, universe.select(found), quarantine=quarantined)
+        return universe_report, quarantined.records, [
+            loader.load_files(build, scope, facts, [subs] if subs else []) for facts, subs in (TESLA, LPA)]
 
     with migrated.connect() as mem:
         for other, history in randoms:
             replay(mem, other, history)
-        online = [sec.load(mem, scope, *company) for company in (TESLA, LPA)]
-        loads, report = offline.bootstrap(cfg, load)
+        with universe.discover(archives.values()) as found, Collect() as quarantined:
+            online_universe = edgar.load(mem, synthetic, universe.select(found), quarantine=quarantined)
+        online = [sec.load(mem, scope, facts, subs) for facts, subs in (TESLA, LPA)]
+        (offline_universe, offline_quarantined, loads), report = offline.bootstrap(cfg, load)
         try:
             with Memory.connect(cfg.uri) as served:
                 expected = from_neo4j(mem.db.driver, scope.tenant)
                 got = from_neo4j(served.db.driver, scope.tenant)
-                yield SimpleNamespace(mem=mem, served=served, scope=scope, randoms=[r[0] for r in randoms], cfg=cfg,
-                                      online=online, loads=loads, report=report, expected=expected, got=got)
+                yield SimpleNamespace(
+                    mem=mem, served=served, scope=scope, randoms=[r[0] for r in randoms], cfg=cfg, online=online,
+                    loads=loads, report=report, expected=expected, got=got, synthetic=synthetic,
+                    universes=(online_universe, offline_universe), quarantined=(quarantined.records,
+                                                                                offline_quarantined))
         finally:
             srv.stop(cfg)
 
@@ -281,11 +310,25 @@ def booted(migrated, tmp_path_factory):
 def test_the_bootstrapped_graph_equals_the_online_graph(booted):
     expected, got = booted.expected.ranked(), booted.got.ranked()
     assert not expected.differences(got), expected.differences(got)
-    assert len(got.nodes) == 19234 + 1166 - 1  # Tesla's and LPA's, one tenant clock
+    # Tesla's and LPA's nodes (one tenant clock between them), and their load marks
+    assert len(got.nodes) == 19234 + 1166 - 1 + (50 + 1) + (3 + 1)
     for online, offline_load in zip(booted.online, booted.loads, strict=True):
         assert (offline_load.versions_created, offline_load.evidence_added, offline_load.rerounded) == (
             online.versions_created, online.evidence_added, online.rerounded)
     assert not booted.report.replaced
+
+
+def test_a_synthetic_universe_bootstraps_to_its_online_graph(booted):
+    expected = from_neo4j(booted.mem.db.driver, booted.synthetic.tenant).ranked()
+    got = from_neo4j(booted.served.db.driver, booted.synthetic.tenant).ranked()
+    assert not expected.differences(got), expected.differences(got)
+    online, offline_ = booted.universes
+    assert [c.model_dump(exclude={"seconds"}) for c in online.companies] == [
+        c.model_dump(exclude={"seconds"}) for c in offline_.companies]
+    assert online.totals()["quarantine"] == {  # every malformed row kept out, alike
+        reason: n * SYNTHETIC.companies for reason, n in sorted(SYNTHETIC.expected_quarantine().items())}
+    assert booted.quarantined[0] == booted.quarantined[1] and booted.quarantined[0]
+    assert online.totals()["rerounded"] > 0 and online.totals()["versions_created"] < online.totals()["assertions"]
 
 
 def test_random_histories_through_the_importer_equal_their_online_graphs(booted):
@@ -350,20 +393,23 @@ def test_the_bootstrapped_database_is_migrated_and_searchable(booted):
     assert all(row["state"] == "ONLINE" for row in info["schema"])
 
 
+def _memory(dump) -> tuple[dict, set]:
+    """A dump's memory: its nodes but the loader's bookkeeping (tenant clock, load marks)."""
+    return {k: v for k, v in dump.nodes.items() if k[0] not in ("GraphmemClock", "LoadMark")}, dump.relationships
+
+
 def test_a_later_online_load_of_the_same_files_changes_nothing(booted):
-    reports = [sec.load(booted.served, booted.scope, *company) for company in (TESLA, LPA)]
-    assert sum(r.versions_created + r.evidence_added for r in reports) == 0
-    assert sum(r.unchanged for r in reports) == 17718 + 768
-    after = from_neo4j(booted.served.db.driver, booted.scope.tenant)
-    clock = ("GraphmemClock", booted.scope.tenant)
-    assert {k: v for k, v in after.nodes.items() if k != clock} == {
-        k: v for k, v in booted.got.nodes.items() if k != clock}
-    assert after.relationships == booted.got.relationships
+    resumed = [sec.load(booted.served, booted.scope, facts, subs) for facts, subs in (TESLA, LPA)]
+    assert [r.filings_recorded for r in resumed] == [50, 3]  # the bootstrap's load marks: nothing to write
+    rewritten = [sec.load(booted.served, booted.scope, facts, subs, resume=False) for facts, subs in (TESLA, LPA)]
+    assert sum(r.versions_created + r.evidence_added for r in rewritten) == 0
+    assert sum(r.unchanged for r in rewritten) == 17718 + 768
+    assert _memory(from_neo4j(booted.served.db.driver, booted.scope.tenant)) == _memory(booted.got)
 
 
 def test_a_database_that_holds_data_is_refused_without_replace(booted):
     with pytest.raises(InputError, match="holds data; pass --replace"):
-        offline.bootstrap(booted.cfg, lambda build: loader.load(build, booted.scope, [LPA]), probe=booted.mem.db)
+        offline.bootstrap(booted.cfg, lambda build: loader.load_files(build, booted.scope, LPA[0]), probe=booted.mem.db)
     _still_serving(booted)
 
 
@@ -376,7 +422,7 @@ def _still_serving(booted) -> None:
 
 def test_an_importer_failure_leaves_the_old_database_serving(booted):
     def load(build: Build):
-        loader.load(build, booted.scope, [LPA])
+        loader.load_files(build, booted.scope, LPA[0])
         build._sink.add(FACT_KEY, ("same-uid",) + ("x",) * 7 + (None, "2024-01-01", 1))
         build._sink.add(FACT_KEY, ("same-uid",) + ("x",) * 7 + (None, "2024-01-01", 1))  # a duplicate id
 

@@ -378,20 +378,24 @@ INT_5000 = pytest.param("9" * 5000, "5000 digits", id="5,000-digit integer",
     ("1e100000000", "magnitude 10^100,000,000"),
     INT_5000,
 ], ids=["1e5000", "1e100000000", "5,000-digit integer"])
-def test_a_companyfacts_value_past_its_bound_is_one_line_and_writes_nothing(
+def test_a_companyfacts_value_past_its_bound_is_quarantined_and_the_rest_loads(
         migrated, tmp_path, val, reason):
+    """The row is kept out and recorded (issue 12: a row that cannot be a fact never fails
+    its file), naming the file, the row and the bound; the file's 767 other rows load."""
     data = json.loads(LPA.read_text())
     text = json.dumps(data).replace('"val": 2650535,', f'"val": {val},', 1)
     assert text != json.dumps(data)
     path = tmp_path / "companyfacts.json"
     path.write_text(text)
+    quarantine = tmp_path / "quarantine.jsonl"
     tenant = f"test-bounds-{os.getpid()}-{len(val)}-{tmp_path.name}"
-    run = _cli(migrated, "load", "companyfacts", str(path), "--tenant", tenant)
-    assert run.returncode == 1, run.stderr
-    [line] = run.stderr.splitlines()
-    assert line.startswith(f"graphmem: error: {path}") and reason in line, line
+    run = _cli(migrated, "load", "companyfacts", str(path), "--tenant", tenant, "--quarantine", str(quarantine))
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == "" and "quarantine={'out-of-bounds': 1}" in run.stdout, run.stdout
+    [record] = [json.loads(line) for line in quarantine.read_text().splitlines()]
+    assert record["file"] == str(path) and record["reason"] == "out-of-bounds" and reason in record["detail"]
     with migrated.connect() as mem:
-        assert mem.counts(Scope(tenant=tenant)) == EMPTY
+        assert mem.counts(Scope(tenant=tenant))["evidence"] == 767
 
 
 def test_an_empty_tenant_on_the_command_line_is_one_line(migrated):

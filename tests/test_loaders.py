@@ -8,7 +8,6 @@ tiny local statement catalogue (as tests/test_db.py does), never through cypher/
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import json
 import shutil
@@ -21,6 +20,7 @@ import pytest
 from graphmem.loaders import availability as av
 from graphmem.loaders import kpi, sec
 from graphmem.loaders._common import unit_ok
+from graphmem.loaders.quarantine import REASONS
 
 from graphmem import InputError, Period, Scope
 
@@ -64,8 +64,10 @@ def tesla(migrated):
         after_first = counts(mem, scope)
         second = sec.load(mem, scope, TESLA, TESLA_SUBMISSIONS)
         after_second = counts(mem, scope)
-        yield {"mem": mem, "scope": scope, "first": first, "second": second,
-               "after_first": after_first, "after_second": after_second}
+        third = sec.load(mem, scope, TESLA, TESLA_SUBMISSIONS, resume=False)
+        after_third = counts(mem, scope)
+        yield {"mem": mem, "scope": scope, "first": first, "second": second, "third": third,
+               "after_first": after_first, "after_second": after_second, "after_third": after_third}
 
 
 def test_tesla_load_counts(tesla):
@@ -85,13 +87,27 @@ def test_tesla_load_counts(tesla):
     assert counted["evidence"] == 17_718
 
 
-def test_tesla_second_load_changes_nothing(tesla):
+def test_tesla_second_load_skips_every_recorded_filing(tesla):
+    """A re-run finds each filing's load mark and writes nothing: no assertion reaches
+    the read rule, and the re-rounding state still moves through the skipped filings."""
     second = tesla["second"]
     assert tesla["after_second"] == tesla["after_first"]
-    assert second.sources_recorded == 0
-    assert second.versions_created == 0 and second.evidence_added == 0
-    assert second.unchanged == 17_718
+    assert second.filings_recorded == 50 and second.sources == 50
+    assert second.sources_recorded == second.assertions == 0
+    assert second.versions_created == second.evidence_added == second.unchanged == 0
     assert second.rerounded == tesla["first"].rerounded
+
+
+def test_tesla_load_without_resume_changes_nothing(tesla):
+    """The safety net under the load marks: every filing written again through the write
+    path's idempotency leaves the graph as it was."""
+    third = tesla["third"]
+    assert tesla["after_third"] == tesla["after_first"]
+    assert third.filings_recorded == 0
+    assert third.sources_recorded == 0
+    assert third.versions_created == 0 and third.evidence_added == 0
+    assert third.unchanged == 17_718
+    assert third.rerounded == tesla["first"].rerounded
 
 
 def test_tesla_assets_restated_by_the_next_10q(tesla):
@@ -204,7 +220,8 @@ def test_small_lpa_file_loads(mem, scope, capsys):
                     unit="PEN", period=Period(start=dt.date(2021, 1, 1), end=dt.date(2021, 12, 31)),
                     cutoff=dt.datetime(2025, 6, 1, tzinfo=UTC))
     assert pen.value == Decimal("3.885")
-    assert sec.load(mem, scope, LPA).unchanged == 768
+    again = sec.load(mem, scope, LPA)
+    assert again.filings_recorded == 3 and again.assertions == 0
     assert counts(mem, scope) == counted
 
 
@@ -246,31 +263,73 @@ def _bad_filed(data):
     _revenue_row(data)["filed"] = "2025-02-30"
 
 
-def _unknown_unit(data):
+def _empty_form(data):
+    _revenue_row(data)["form"] = " "
+
+
+def _impossible_unit(data):
     units = data["facts"]["ifrs-full"]["Revenue"]["units"]
-    units["XYZ"] = units.pop("USD")
+    units["US Dollars"] = units.pop("USD")
+
+
+def _not_an_object(data):
+    data["facts"]["ifrs-full"]["Revenue"]["units"]["USD"][5] = "row"
+
+
+REVENUE_ACCESSION = "0001997711-25-000030"
 
 
 @pytest.mark.parametrize(
-    ("change", "where", "reason"),
+    ("change", "unit", "rows", "accession", "reason", "detail"),
     [
-        (_drop_accn, "ifrs-full:Revenue [USD] row 5", "missing key 'accn'"),
-        (_string_value, "ifrs-full:Revenue [USD] row 5", "val must be a number"),
-        (_start_after_end, "ifrs-full:Revenue [USD] row 5", "start 2025-01-01 is after end"),
-        (_unknown_unit, "ifrs-full:Revenue [XYZ] row 0", "unknown unit 'XYZ'"),
+        (_drop_accn, "USD", [5], None, "missing-key", "missing key 'accn'"),
+        (_string_value, "USD", [5], REVENUE_ACCESSION, "not-a-number", "val must be a number, got str '43862372'"),
+        (_start_after_end, "USD", [5], REVENUE_ACCESSION, "impossible-period", "start 2025-01-01 is after end"),
         # rows of an accession seen before are checked against it, not only once
-        (_other_form, "ifrs-full:Revenue [USD] row 5",
+        (_other_form, "USD", [5], REVENUE_ACCESSION, "filing-mismatch",
          "is form 20-F/A filed 2025-04-02 here but 20-F filed 2025-04-02 in an earlier row"),
-        (_other_filed, "ifrs-full:Revenue [USD] row 5",
+        (_other_filed, "USD", [5], REVENUE_ACCESSION, "filing-mismatch",
          "is form 20-F filed 2025-04-03 here but 20-F filed 2025-04-02 in an earlier row"),
-        (_bad_filed, "ifrs-full:Revenue [USD] row 5: filed", "not a YYYY-MM-DD date: '2025-02-30'"),
+        (_bad_filed, "USD", [5], REVENUE_ACCESSION, "bad-date", "filed: not a YYYY-MM-DD date: '2025-02-30'"),
+        (_not_an_object, "USD", [5], None, "not-an-object", "row must be an object, got str"),
+        (_empty_form, "USD", [5], REVENUE_ACCESSION, "bad-form", "form must be a non-empty string, got ' '"),
+        (_impossible_unit, "US Dollars", [0, 1, 2, 3, 4, 5], "*", "bad-unit", "whitespace or control characters"),
     ],
-    ids=["missing-key", "wrong-type", "start-after-end", "unknown-unit", "other-form", "other-filed",
-         "bad-filed"],
+    ids=["missing-key", "wrong-type", "start-after-end", "other-form", "other-filed", "bad-filed",
+         "not-an-object", "empty-form", "impossible-unit"],
 )
-def test_malformed_companyfacts_raise_and_write_nothing(mem, scope, tmp_path, change, where,
-                                                        reason):
-    _refused(mem, scope, _broken(tmp_path, change), where, reason)
+def test_rows_that_cannot_be_facts_are_quarantined(mem, scope, tmp_path, change, unit, rows, accession,
+                                                   reason, detail):
+    """Each bad row is kept out and recorded - file, concept, unit, row index, accession,
+    reason - and every other row of its filing loads."""
+    path = _broken(tmp_path, change)
+    kept: list = []
+    report = sec.load(mem, scope, path, quarantine=kept.append)
+    assert [(q.file, q.attribute, q.unit, q.row, q.reason) for q in kept] == [
+        (str(path), "ifrs-full:Revenue", unit, row, reason) for row in rows]
+    assert all(detail in q.detail for q in kept), kept
+    if accession == "*":  # the whole unit: each row names its own accession
+        earlier = "0001493152-24-016772"
+        assert [q.accession for q in kept] == [earlier, earlier, REVENUE_ACCESSION, earlier,
+                                               REVENUE_ACCESSION, REVENUE_ACCESSION]
+    else:
+        assert all(q.accession == accession for q in kept)
+    assert reason in REASONS
+    assert report.rows == 768 and report.quarantined == len(rows)
+    assert report.quarantine == {reason: len(rows)}
+    assert report.quarantined_filings == sorted({q.accession for q in kept if q.accession})
+    assert report.assertions == 768 - len(rows)
+    assert counts(mem, scope)["evidence"] == 768 - len(rows)
+    # the row is not a fact; the other rows of its filing are (2023 is reported by it too)
+    def revenue(year: int):
+        return mem.as_of(scope, entity="cik:1997711", attribute="ifrs-full:Revenue", unit="USD",
+                         period=Period(start=dt.date(year, 1, 1), end=dt.date(year, 12, 31)),
+                         cutoff=dt.datetime(2025, 6, 1, tzinfo=UTC))
+
+    assert revenue(2024).status == "not_found"
+    if unit == "USD":
+        assert REVENUE_ACCESSION in [e.source_id for e in revenue(2023).version.sources]
+    assert mem.source(scope, REVENUE_ACCESSION) is not None
 
 
 def _refused(mem, scope, path: Path, where: str, reason: str) -> None:
@@ -292,19 +351,24 @@ def test_bad_json_raises_and_writes_nothing(mem, scope, tmp_path):
     assert counts(mem, scope) == EMPTY
 
 
-def test_malformed_submissions_raise_before_writing(mem, scope, tmp_path):
-    data = json.loads(TESLA_SUBMISSIONS.read_text())
-    data["filings"]["recent"]["acceptanceDateTime"][3] = "yesterday"
-    path = tmp_path / "subs.json"
-    path.write_text(json.dumps(data))
-    small = copy.deepcopy(json.loads(LPA.read_text()))
-    small["cik"] = 1318605
-    facts_path = tmp_path / "facts.json"
-    facts_path.write_text(json.dumps(small))
-    with pytest.raises(InputError, match=r"filings.recent row 3") as info:
-        sec.load(mem, scope, facts_path, path)
-    assert str(path) in str(info.value)
-    assert counts(mem, scope) == EMPTY
+def test_unreadable_submissions_rows_are_quarantined_and_keep_the_filed_date(mem, scope, tmp_path):
+    """A submissions row whose acceptance time cannot be read is recorded; its filing
+    falls back to the end of its filed date (never earlier than the real release)."""
+    subs = tmp_path / "submissions-lpa.json"
+    subs.write_text(json.dumps({"cik": "0001997711", "tickers": ["LPA"], "filings": {"recent": {
+        "accessionNumber": ["0001997711-25-000030", "0001493152-24-016772", "bad"],
+        "acceptanceDateTime": ["yesterday", "2024-04-26T16:05:00.000Z", "2024-04-26T16:05:00.000Z"]}}}))
+    kept: list = []
+    report = sec.load(mem, scope, LPA, subs, quarantine=kept.append)
+    assert [(q.file, q.row, q.accession, q.reason) for q in kept] == [
+        (str(subs), 0, "0001997711-25-000030", "bad-acceptance"), (str(subs), 2, None, "bad-acceptance")]
+    assert "not an ISO 8601 date-time: 'yesterday'" in kept[0].detail
+    assert "filings.recent row 0" in kept[0].detail
+    assert report.quarantine == {"bad-acceptance": 2} and report.assertions == 768
+    assert report.rules == {"acceptance": 1, "filed-end-of-day": 2}
+    assert source(mem, scope, "0001997711-25-000030")["meta"]["available_by_rule"] == "filed-end-of-day"
+    assert source(mem, scope, "0001493152-24-016772")["available_by"] == dt.datetime(2024, 4, 26, 16, 5,
+                                                                                     tzinfo=UTC)
 
 
 def test_a_changed_filing_time_is_refused_naming_the_accession(mem, scope, tmp_path):
@@ -381,12 +445,12 @@ def _kpi_copy(tmp_path: Path, line: int, old: str, new: str) -> Path:
 @pytest.mark.parametrize(
     ("line", "old", "new", "reason"),
     [
-        (25, ",USD,", ",usd,", "unknown unit 'usd'"),
+        (25, ",USD,", ",US Dollars,", "a unit must not contain whitespace"),
         (25, ",92013000000,", ",92.0 bn,", "value must be a decimal number"),
         (25, "2025-07-01,2025-09-30", "2025-10-01,2025-09-30", "start 2025-10-01 is after end"),
         (25, ",filing,", ",rumour,", "basis must be one of"),
     ],
-    ids=["unknown-unit", "bad-value", "start-after-end", "bad-basis"],
+    ids=["impossible-unit", "bad-value", "start-after-end", "bad-basis"],
 )
 def test_malformed_kpi_rows_raise_and_write_nothing(mem, scope, tmp_path, line, old, new, reason):
     path = _kpi_copy(tmp_path, line, old, new)
@@ -452,15 +516,17 @@ def test_filing_availability_falls_back_to_filed():
     assert fallback.at == dt.datetime(2013, 3, 8, 4, 59, 59, 999999, tzinfo=UTC)
 
 
-@pytest.mark.parametrize("unit", ["USD", "shares", "USD/shares", "pure", "EUR/shares", "COP",
-                                  "Segment", "USD/PartnershipUnit", "D", "sqft"])
-def test_units_on_the_whitelist(unit):
+@pytest.mark.parametrize("unit", [
+    "USD", "shares", "USD/shares", "pure", "EUR/shares", "CAD/Mcf", "TWD", "segment", "Segment",
+    "Stock_options", "case_filed", "reportableSegments", "business", "states", "instrument", "bu",
+    "reporting_unit", "USD/shares_unit", "usd", "XYZ", "$", "USD/shares/D", "a" * 256])
+def test_any_unit_id_the_sec_emits_is_a_unit(unit):
     assert unit_ok(unit)
 
 
-@pytest.mark.parametrize("unit", ["", "usd", "US Dollars", "XYZ", "USD/", "$", "USD/shares/D",
-                                  "USD per share", None, 3])
-def test_units_off_the_whitelist(unit):
+@pytest.mark.parametrize("unit", ["", " ", "US Dollars", "USD ", "USD\n", "USD\x00", "US\u00a0D", "USD\u200b",
+                                  "a" * 257, None, 3])
+def test_what_cannot_be_a_unit_is_refused(unit):
     assert not unit_ok(unit)
 
 
@@ -489,13 +555,14 @@ _ROW = '{"end": "2020-12-31", "val": 1, "accn": "0000000001-21-000001", "form": 
         ('{"cik": 1, "entityName": "X", "facts": {"us-gaap": {"A": {"units": {"USD": {}}}}}}',
          "us-gaap:A [USD]", "rows must be a list"),
         ('{"cik": 1, "entityName": "X", "facts": {"us-gaap": {"A": {"label": {"en": ["a"]}, '
-         '"units": {"USD": [' + _ROW + ', "row"]}}}}}', "us-gaap:A [USD] row 1", "row must be an object"),
+         '"units": {"USD": [' + _ROW + ']}}}}', "", "not valid JSON"),
+        ("\x00\x01binary\xff", "", "not valid JSON"),
         ('{"entityName": "X", "facts": {"us-gaap": {"A": {"units": {"USD": [' + _ROW + ']}}}}}',
          "", "missing key 'cik'"),
         ('{"cik": 1, "entityName": "X", "facts": {"us-gaap": {"A": {"units": {"USD": ['
          + _ROW.replace('"val": 1', '"val": NaN') + ']}}}}}', "", "not valid JSON"),
     ],
-    ids=["top-level-array", "facts-not-object", "no-units", "rows-not-list", "row-not-object",
+    ids=["top-level-array", "facts-not-object", "no-units", "rows-not-list", "truncated", "binary",
          "no-cik", "nan"],
 )
 def test_companyfacts_structure_is_checked_as_it_streams(mem, scope, tmp_path, text, where, reason):
