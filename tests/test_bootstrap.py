@@ -274,7 +274,8 @@ def booted(migrated, tmp_path_factory):
     randoms = [(Scope(tenant=f"test-random-{uuid.uuid4().hex[:12]}"), random_history(random.Random(n)))
                for n in range(RANDOM_TENANTS)]
     synthetic = Scope(tenant=f"test-synthetic-{uuid.uuid4().hex[:12]}")
-    archives = SYNTHETIC.write_zips(tmp_path_factory.mktemp("synthetic"))
+    written = SYNTHETIC.write_zips(tmp_path_factory.mktemp("synthetic"))
+    archives = [written["companyfacts"], written["submissions"]]
     cfg = srv.ServerConfig(home=Path(tmp_path_factory.mktemp("bootstrapped")), port=offline._free_port(),
                            heap="1g", pagecache="256m")
 
@@ -282,7 +283,7 @@ def booted(migrated, tmp_path_factory):
         for other, history in randoms:
             replay(build, other, history)
         build.flush()  # so that the loader's per-company counts are its companies' own
-        with universe.discover(archives.values()) as found, Collect() as quarantined:
+        with universe.discover(archives) as found, Collect() as quarantined:
             universe_report = loader.load(build, synthetic, universe.select(found), quarantine=quarantined)
         return universe_report, quarantined.records, [
             loader.load_files(build, scope, facts, [subs] if subs else []) for facts, subs in (TESLA, LPA)]
@@ -290,7 +291,7 @@ def booted(migrated, tmp_path_factory):
     with migrated.connect() as mem:
         for other, history in randoms:
             replay(mem, other, history)
-        with universe.discover(archives.values()) as found, Collect() as quarantined:
+        with universe.discover(archives) as found, Collect() as quarantined:
             online_universe = edgar.load(mem, synthetic, universe.select(found), quarantine=quarantined)
         online = [sec.load(mem, scope, facts, subs) for facts, subs in (TESLA, LPA)]
         (offline_universe, offline_quarantined, loads), report = offline.bootstrap(cfg, load)
