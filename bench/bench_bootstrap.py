@@ -143,7 +143,7 @@ def main() -> None:
     parser.add_argument("--online-companies", type=int, default=5, help="companies of the online sample")
     parser.add_argument("--archive-rows", type=int, default=100_000_000, help="rows assumed for the projection")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--dir", type=Path, required=True, help="the universe (kept, reused) and server homes")
+    parser.add_argument("--dir", type=Path, help="the universe (kept, reused) and server homes (required)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -151,6 +151,8 @@ def main() -> None:
         case, spec = args.child
         print(json.dumps((child_bootstrap if case == "bootstrap" else child_online)(json.loads(spec))))
         return
+    if args.dir is None:
+        parser.error("--dir is required")
     from graphmem.loaders.synthetic import SyntheticUniverse
 
     sizes = [int(s) for s in args.sizes.split(",") if s]
