@@ -74,7 +74,7 @@ from common import StatementClock, log, pct, plan_operators, raw_tx  # noqa: E40
 import graphmem
 import graphmem.db as gdb
 from graphmem import Authority, Entity, FactIn, Memory, Period, Scope, Source, facts, indexing, lineage
-from graphmem.facts import Assertion, KeySpec, source_uid
+from graphmem.facts import Assertion, KeySpec, Times, source_uid
 from graphmem.queries import QUERIES
 from graphmem.values import digest, encode
 
@@ -100,7 +100,8 @@ CREATE (d:Source:Derivation {uid: row.d_uid, tenant: $tenant, scope: $scope, id:
 CREATE (k:FactKey {uid: row.key_uid, tenant: $tenant, scope: $scope, entity: row.entity,
         attribute: row.attribute, unit: row.unit, definition: row.definition,
         period: row.period, period_start: row.period_start, period_end: row.period_end,
-        revision: 1})
+        revision: 1, tiers: [0, 1, 0, 0], feeds: ['2' + row.publisher], flagged: [],
+        written_at: $recorded_at})
 CREATE (k)-[:ABOUT]->(e)
 CREATE (f:Fact {version_id: row.version_id, tenant: $tenant, scope: $scope,
         key_uid: row.key_uid, value: row.value, value_type: row.value_type,
@@ -109,7 +110,7 @@ CREATE (f:Fact {version_id: row.version_id, tenant: $tenant, scope: $scope,
         recorded_at: $recorded_at, revision: 1})
 CREATE (f)-[:VERSION_OF]->(k)
 CREATE (f)-[:EVIDENCED_BY {idem: row.idem, available_by: row.available_by,
-        recorded_at: $recorded_at}]->(d)
+        recorded_at: $recorded_at, key_uid: row.key_uid, publisher: row.publisher, top: 2}]->(d)
 WITH d, row
 UNWIND row.inputs AS input
 MATCH (i:Fact {version_id: input.version_id})
@@ -259,7 +260,7 @@ def derived_row(scope: Scope, d: Drv, vid: dict[str, str],
     available_by = max(avail[x] for x in d.inputs)
     value_type, value, value_num = encode(out.value)
     a = Assertion(0, key, d_uid, value_type, value, value_num, available_by)
-    kp = key.params()
+    kp = key.params(Times())  # its period's dates are taken from the key itself below
     return {
         "entity_uid": kp["entity_uid"], "d_uid": d_uid, "d_id": d_id,
         "publisher": f"method:{d.method}", "title": f"{d.method} 1",
@@ -267,7 +268,7 @@ def derived_row(scope: Scope, d: Drv, vid: dict[str, str],
         "params": lineage.params_json(d.params),
         "key_uid": key.uid, "entity": kp["entity"], "attribute": kp["attribute"],
         "unit": kp["unit"], "definition": kp["definition"], "period": kp["period"],
-        "period_start": kp["period_start"], "period_end": kp["period_end"],
+        "period_start": key.period.start, "period_end": key.period.end,
         "version_id": a.version_id, "idem": a.idem, "value": value, "value_type": value_type,
         "value_num": value_num, "value_hash": digest(value_type, value),
         "inputs": [{"role": r["role"], "position": r["position"], "version_id": r["version_id"]}
@@ -448,9 +449,9 @@ def shapes(driver: neo4j.Driver, database: str | None, tenant: str) -> dict[str,
     return raw_tx(driver, database, neo4j.READ_ACCESS, work)
 
 
-def verify(mem: Memory, seed: int) -> dict[str, Any]:
+def verify(mem: Memory, seed: int, clusters: int = 3) -> dict[str, Any]:
     """The same small plan built through derive and raw: impact must agree exactly."""
-    plan = Plan(3 * PER_CLUSTER, seed)
+    plan = Plan(clusters * PER_CLUSTER, seed)
     tag = uuid.uuid4().hex[:8]
     log(f"verify: {len(plan.derivations)} derivations built twice (derive / raw)")
     a = build(mem, plan, Scope(tenant=f"bench-lin-verify-derive-{tag}"), derive_first=0,
@@ -489,8 +490,9 @@ def verify(mem: Memory, seed: int) -> dict[str, Any]:
     rb = normalise(mem.retract_source(b.scope, "vendor-p10", reason="bench verify"), b.names)
     out["retract_equal"] = ra == rb
     out["ok"] &= ra == rb
-    after_a = normalise(mem.impact(a.scope, source_id="vendor-p1"), a.names)
-    after_b = normalise(mem.impact(b.scope, source_id="vendor-p1"), b.names)
+    other = next(sid for sid in plan.sources if sid != "vendor-p10")  # vendor-p1, or confirm
+    after_a = normalise(mem.impact(a.scope, source_id=other), a.names)
+    after_b = normalise(mem.impact(b.scope, source_id=other), b.names)
     out["ok"] &= after_a == after_b
     log(f"verify: shapes {'equal' if out['shapes_equal'] else 'DIFFER'}, versions "
         f"{'equal' if out['versions_equal'] else 'DIFFER'}, impact from "
@@ -836,6 +838,8 @@ def main() -> None:
     ap.add_argument("--survivors", action="store_true",
                     help="also time impact from `confirm` (every fact it reaches survives)")
     ap.add_argument("--no-verify", action="store_true", help="skip the derive/raw check")
+    ap.add_argument("--verify-clusters", type=int, default=3,
+                    help=f"clusters ({PER_CLUSTER} derivations each) the derive/raw check builds")
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
                     help="write results as JSON to PATH (or to stdout instead of the table)")
@@ -846,7 +850,7 @@ def main() -> None:
     results = []
     with Memory.from_env() as mem:
         mem.migrate()
-        verified = None if args.no_verify else verify(mem, args.seed)
+        verified = None if args.no_verify else verify(mem, args.seed, args.verify_clusters)
         if verified is not None and not verified["ok"]:
             log("WARNING: the raw loader does not reproduce Memory.derive; figures of raw-built "
                 "graphs are suspect")

@@ -3,12 +3,14 @@
 // erasure, which removes the payload and leaves a tombstone (ids, hashes, times).
 
 // name: lifecycle.invalidate
-// Idempotent: a version already invalidated gets no second record.
+// Idempotent: a version already invalidated gets no second record. The key flags the
+// version (fact.read classifies a flagged version one by one).
 UNWIND $version_ids AS vid
 MATCH (f:Fact {version_id: vid})-[:VERSION_OF]->(k:FactKey)
 WHERE f.tenant = $tenant AND f.scope = $scope
   AND NOT EXISTS { (f)<-[:INVALIDATES]-(:Invalidation) }
-SET k.revision = k.revision + 1
+SET k.revision = k.revision + 1,
+    k.flagged = CASE WHEN vid IN k.flagged THEN k.flagged ELSE k.flagged + vid END
 CREATE (x:Record:Invalidation {id: $record_id + ':' + vid, kind: 'invalidated', tenant: $tenant,
                                scope: $scope, reason: $reason, by: $by, cause: $cause,
                                recorded_at: $recorded_at})
@@ -76,13 +78,17 @@ UNWIND $version_ids AS vid
 MATCH (f:Fact {version_id: vid})-[:VERSION_OF]->(k:FactKey)
 WHERE f.tenant = $tenant AND f.scope = $scope
 SET f.value = null, f.value_num = null, f.erased_at = coalesce(f.erased_at, $recorded_at),
-    k.revision = k.revision + 1
+    k.revision = k.revision + 1,
+    k.flagged = CASE WHEN vid IN k.flagged THEN k.flagged ELSE k.flagged + vid END
 CREATE (x)-[:ERASES]->(f)
 RETURN count(f) AS erased
 
 // name: lifecycle.retract
 // Retraction records for sources (a withdrawn source, or the derivations a cascade
-// invalidates). Idempotent: a source already retracted gets no second record.
+// invalidates). Idempotent: a source already retracted gets no second record. The source
+// carries the record's recorded_at (a closing stamp, which fact.read compares with its
+// known_at), and each key flags the versions the source evidences (fact.read classifies
+// them one by one).
 UNWIND $uids AS uid
 MATCH (s:Source {uid: uid})
 WHERE s.tenant = $tenant AND s.scope = $scope
@@ -91,4 +97,10 @@ CREATE (x:Record:Retraction {id: $record_id + ':' + s.id, kind: 'retracted', ten
                              scope: $scope, reason: $reason, by: $by, cause: $cause,
                              recorded_at: $recorded_at})
 CREATE (x)-[:RETRACTS]->(s)
+SET s.retracted_at = $recorded_at
+WITH x, s
+CALL (s) {
+  MATCH (s)<-[:EVIDENCED_BY]-(f:Fact)-[:VERSION_OF]->(k:FactKey)
+  SET k.flagged = CASE WHEN f.version_id IN k.flagged THEN k.flagged ELSE k.flagged + f.version_id END
+}
 RETURN count(x) AS retracted

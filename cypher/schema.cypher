@@ -1,5 +1,6 @@
 // Schema migrations, applied in order by Memory.migrate(). Each statement is one
-// idempotent DDL command (Neo4j runs schema changes alone in their transaction).
+// idempotent DDL command (Neo4j runs schema changes alone in their transaction), or an
+// idempotent fill of new fields in existing data (run in its own transactions).
 // Community edition has uniqueness constraints and range/full-text indexes, but no
 // existence or node-key constraints: required properties are checked in Python.
 // Never edit a released migration; add the next number instead.
@@ -95,6 +96,46 @@ CREATE INDEX graphmem_factkey_attribute IF NOT EXISTS FOR (n:FactKey) ON (n.tena
 // The strongest authority among a tenant's sources, read from the end of this index: no
 // memory of the tenant can rank above it, which lets a search stop reading hits early.
 CREATE INDEX graphmem_source_authority IF NOT EXISTS FOR (n:Source) ON (n.tenant, n.authority_rank)
+
+// --- a key with a long history reads what can still win (migrations 024-025)
+// fact.read walks a key's evidence per (publisher, top) feed in availability order,
+// from the cutoff backwards, and stops at the first evidence that can still win (see
+// the comment above fact.read). Each evidence edge carries its key's uid, its source's
+// publisher and its version's top (the strongest authority rank of all the version's
+// evidence); each key counts its versions by top (`tiers`), lists its feeds, the
+// versions with a lifecycle record (`flagged`: invalidated, erased, or evidenced by a
+// retracted source) and the time of its last write (`written_at`); a retracted source
+// carries its retraction's recorded_at (`retracted_at`).
+
+// name: schema.024.evidence_feed
+CREATE INDEX graphmem_evidence_feed IF NOT EXISTS
+FOR ()-[e:EVIDENCED_BY]-() ON (e.key_uid, e.publisher, e.top, e.available_by)
+
+// name: schema.025.evidence_feeds
+// Not DDL: fills those fields in for the keys written before them (idempotent: a key
+// that has `tiers` is done; each key in its own transaction, so an interrupted run
+// resumes). The writers keep them in step from then on.
+MATCH (k:FactKey)
+WHERE k.tiers IS NULL
+CALL (k) {
+  MATCH (f:Fact)-[:VERSION_OF]->(k)
+  WITH k, f, COLLECT { MATCH (f)-[:EVIDENCED_BY]->(s:Source) RETURN max(s.authority_rank) AS top }[0] AS top
+  CALL (k, f, top) {
+    MATCH (f)-[e:EVIDENCED_BY]->(s:Source)
+    SET e.key_uid = k.uid, e.publisher = s.publisher, e.top = top,
+        s.retracted_at = COLLECT { MATCH (s)<-[:RETRACTS]-(x:Retraction) RETURN x.recorded_at
+                                   ORDER BY x.recorded_at LIMIT 1 }[0]
+    RETURN collect(DISTINCT toString(top) + s.publisher) AS feeds, max(e.recorded_at) AS written
+  }
+  WITH k, f, top, feeds, written,
+       f.erased_at IS NOT NULL OR EXISTS { (f)<-[:INVALIDATES]-(:Invalidation) }
+         OR EXISTS { (f)-[:EVIDENCED_BY]->(:Source)<-[:RETRACTS]-(:Retraction) } AS flagged
+  WITH k, collect(top) AS tops, collect(feeds) AS feeds, max(written) AS written_at,
+       collect(CASE WHEN flagged THEN f.version_id END) AS flagged
+  SET k.tiers = [t IN range(1, 4) | size([x IN tops WHERE x = t])],
+      k.feeds = reduce(all = [], x IN feeds | all + [y IN x WHERE NOT y IN all]),
+      k.flagged = flagged, k.written_at = written_at
+} IN TRANSACTIONS OF 100 ROWS
 
 // name: schema.026.factkey_entity_period
 // A screen seeks each entity's keys of one attribute whose period ends in a frame's

@@ -277,7 +277,8 @@ WITH K, C, matched, skipped, frontier, best, reasons, dropped, ranked, fact_vers
      key_count, keys, first,
      [i IN range(0, size(first) - 1) | {
        i: i, uid: first[i].uid, entity: null, attribute: null, unit: null, definition: null,
-       period: null, valid_from: null, valid_to: null, cutoff: 0, known_at: 1, idem: null}]
+       period: null, valid_from: null, valid_to: null, cutoff: 0, known_at: 1, idem: null,
+       source: null, versions: [m IN first[i].matched | m[0]]}]
        AS reads,
      [C, K] AS times,
      // the experiences and task states that can reach the page: shown with their details

@@ -1,7 +1,8 @@
 """graphmem: a bitemporal knowledge-graph memory for agents and analysts, on Neo4j."""
 
-from .db import RetryPolicy
+from .db import RetryPolicy, Timeouts
 from .errors import (
+    CommitUnknownError,
     ConcurrentWriteError,
     EchoError,
     GraphmemError,
@@ -9,6 +10,8 @@ from .errors import (
     NotFoundError,
     ScopeError,
     StatementError,
+    TransactionTimeoutError,
+    UnavailableError,
 )
 from .memory import Memory
 from .models import (
@@ -43,6 +46,7 @@ __all__ = [
     "Answer",
     "Authority",
     "Candidate",
+    "CommitUnknownError",
     "ConcurrentWriteError",
     "Context",
     "ContextItem",
@@ -72,6 +76,9 @@ __all__ = [
     "StatementError",
     "TaskState",
     "TaskStateIn",
+    "Timeouts",
     "TraceResult",
+    "TransactionTimeoutError",
+    "UnavailableError",
     "WriteReport",
 ]

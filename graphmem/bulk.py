@@ -345,11 +345,18 @@ class _KeyWriter:
         first = rows[0]
         scope, _ = self._entity(first[_ENTITY_UID])
         revision = sum(1 + len(v.evidence) for v in versions)  # one per write, as online
+        # The key's index of its evidence (fact.create_versions; DESIGN.md, "Reading a
+        # key with a long history"): one publisher at one authority, so one feed, every
+        # version's top that authority's rank, nothing flagged; written_at is the last write.
+        publisher, rank = self._feed(first)
+        tiers = [len(versions) if t == rank else 0 for t in range(1, 5)]
+        written_at = max(row[_RECORDED] for v in versions for row in (v.first, *v.evidence))
         self._sink.add(FACT_KEY, (first[_KEY], scope.tenant, scope.id, first[_ENTITY], first[_ATTRIBUTE], first[_UNIT],
-                                  first[_DEFINITION], first[_PERIOD], first[_START], first[_END], revision))
+                                  first[_DEFINITION], first[_PERIOD], first[_START], first[_END], revision,
+                                  tiers, [f"{rank}{publisher}"], [], written_at))
         self._sink.add(ABOUT, (first[_KEY], first[_ENTITY_UID]))
         for version in versions:
-            self._version(version)
+            self._version(version, publisher, rank)
         self._totals.keys += 1
 
     def _decide(self, rows: list[tuple[Any, ...]]) -> list[_Version]:
@@ -386,7 +393,13 @@ class _KeyWriter:
             latest = row[_AVAILABLE]
         return versions
 
-    def _version(self, v: _Version) -> None:
+    def _feed(self, row: tuple[Any, ...]) -> tuple[str, int]:
+        """The publisher and authority rank of the row's source, as ``source.create`` stores them."""
+        scope, _ = self._entity(row[_ENTITY_UID])
+        params = facts.source_params(scope, self._source(row[_SOURCE]))
+        return params["publisher"], params["rank"]
+
+    def _version(self, v: _Version, publisher: str, rank: int) -> None:
         first = v.first
         scope, _ = self._entity(first[_ENTITY_UID])
         value_hash = digest(v.value_type, v.value)
@@ -400,7 +413,8 @@ class _KeyWriter:
                               self._pattern("scope_token", first), text))
         self._sink.add(VERSION_OF, (v.version_id, first[_KEY]))
         for row in (first, *v.evidence):
-            self._sink.add(EVIDENCED_BY, (v.version_id, row[_SOURCE], row[_IDEM], row[_AVAILABLE], row[_RECORDED]))
+            self._sink.add(EVIDENCED_BY, (v.version_id, row[_SOURCE], row[_IDEM], row[_AVAILABLE], row[_RECORDED],
+                                          first[_KEY], publisher, rank))
 
     # what a flush's keys share, cached for the flush
 

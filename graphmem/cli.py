@@ -1,7 +1,11 @@
 """The ``graphmem`` command line: run the local Neo4j, migrate, and query the memory.
 
-Exit codes: 0 success, 1 a graphmem error (bad input, not found, server fault),
-2 a usage error. Errors print one line without a traceback unless ``--debug``.
+Exit codes: 0 success, 1 an error (bad input, not found, a server fault, retries
+exhausted), 2 a usage error. Every error prints ONE line on stderr naming what failed
+and where (a load: the file, and the filing whose write failed); ``--debug`` shows the
+traceback instead (and the retries of transient faults, which otherwise print nothing).
+Values from stored data or input are shown through ``render.printable`` (control
+characters escaped).
 """
 
 from __future__ import annotations
@@ -12,31 +16,69 @@ import dataclasses
 import datetime as dt
 import io
 import json
+import logging
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
+from pydantic import ValidationError
 
 from . import export, render
 from . import server as srv
+from .db import RetryPolicy, Timeouts
 from .errors import GraphmemError, InputError, ServerError
 from .memory import Memory
 from .models import Period, Scope
 
 
+def error_line(exc: BaseException, where: str | None = None, named: str | None = None) -> str:
+    """The one line an error prints: ``graphmem: error: <where>: <what>``.
+
+    A message's own line breaks (a driver's two-line reason, a server's query excerpt)
+    become spaces and control characters are escaped, so it is one line whatever the
+    data held. ``where`` (``load kpi FILE``) is left out when the message already
+    names ``named`` (the file: a loader's input error does).
+    """
+    if isinstance(exc, GraphmemError):
+        what = str(exc)
+    elif isinstance(exc, ValidationError):
+        what = f"{exc.title}: " + "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors())
+    elif isinstance(exc, OSError):
+        what = str(exc)
+    else:
+        what = f"unexpected {type(exc).__name__}: {exc} (a bug? `graphmem --debug ...` shows where)"
+    lines = what.replace("\r\n", "\n").split("\n")
+    what = render.printable(" ".join(line.strip() for line in lines if line.strip()))
+    if where and render.printable(named or where) not in what:
+        what = f"{render.printable(where)}: {what}"
+    return f"graphmem: error: {what}"
+
+
 class _Group(click.Group):
-    """Turns graphmem errors into one clear line and exit code 1 (traceback with --debug)."""
+    """Turns every error into one line on stderr and exit code 1 (traceback with --debug);
+    click's own usage errors keep their exit code 2."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except GraphmemError as exc:
-            if ctx.obj and ctx.obj.get("debug"):
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:
+            obj = ctx.obj or {}
+            if obj.get("debug"):
                 raise
-            click.echo(f"graphmem: error: {exc}", err=True)
+            click.echo(error_line(exc, obj.get("where"), obj.get("named")), err=True)
             sys.exit(1)
+
+
+def _quiet_logs(debug: bool) -> None:
+    """Retries and the driver's own reports of a fault reach stderr only with --debug:
+    without it an error is one line, and a fault retried to success prints nothing."""
+    for name in ("graphmem", "neo4j"):
+        logging.getLogger(name).setLevel(logging.WARNING if debug else logging.CRITICAL)
 
 
 @click.group(cls=_Group)
@@ -45,6 +87,7 @@ class _Group(click.Group):
 def main(ctx: click.Context, debug: bool) -> None:
     """graphmem: a bitemporal knowledge-graph memory on Neo4j."""
     ctx.obj = {"debug": debug}
+    _quiet_logs(debug)
 
 
 def _server_options(fn: Any) -> Any:
@@ -70,10 +113,15 @@ def server() -> None:
 @click.option("--password", envvar="GRAPHMEM_NEO4J_PASSWORD", default=None,
               help="Turn auth on with this password for user neo4j (default: auth off).")
 @click.option("--timeout", default=180.0, show_default=True, help="Seconds to wait for Bolt.")
+@click.option("--tx-timeout", type=click.FloatRange(min=0), default=120.0, show_default=True,
+              help="Seconds a transaction that names no timeout may run (0: no limit).")
+@click.option("--lock-timeout", type=click.FloatRange(min=0), default=20.0, show_default=True,
+              help="Seconds a lock wait may last before a transient (retried) error.")
 def server_start(home: Path | None, port: int, heap: str, pagecache: str,
-                 password: str | None, timeout: float) -> None:
+                 password: str | None, timeout: float, tx_timeout: float, lock_timeout: float) -> None:
     """Build the launcher if needed, start it, wait until Bolt answers."""
-    cfg = _config(home, port, heap=heap, pagecache=pagecache, password=password)
+    cfg = _config(home, port, heap=heap, pagecache=pagecache, password=password,
+                  tx_timeout=tx_timeout, lock_timeout=lock_timeout)
     st = srv.start(cfg, timeout=timeout)
     click.echo(f"started pid {st.pid}: {st.uri} (home {cfg.home})")
     click.echo(f"export GRAPHMEM_NEO4J_URI={st.uri}")
@@ -122,9 +170,11 @@ def migrate(as_json: bool) -> None:
 
 def _connect(start: bool = False) -> Memory:
     """$GRAPHMEM_NEO4J_URI if set; else the local launcher of $GRAPHMEM_HOME (started when
-    ``start``), with the password `server start` was given through $GRAPHMEM_NEO4J_PASSWORD."""
+    ``start``), with the password `server start` was given through $GRAPHMEM_NEO4J_PASSWORD.
+    Retries and timeouts from the environment either way (see ``Memory.from_env``)."""
     if os.environ.get("GRAPHMEM_NEO4J_URI"):
         return Memory.from_env()
+    retry, timeouts = RetryPolicy.from_env(), Timeouts.from_env()
     cfg = srv.ServerConfig()
     st = srv.status(cfg)
     if not st.running:
@@ -134,7 +184,7 @@ def _connect(start: bool = False) -> Memory:
         st = srv.start(cfg)
     password = os.environ.get("GRAPHMEM_NEO4J_PASSWORD")  # as `server start` used it
     auth = (os.environ.get("GRAPHMEM_NEO4J_USER", "neo4j"), password) if password else None
-    return Memory.connect(st.uri or cfg.uri, auth)
+    return Memory.connect(st.uri or cfg.uri, auth, retry=retry, timeouts=timeouts)
 
 
 def _scope(tenant: str, keys: tuple[str, ...]) -> Scope:
@@ -145,6 +195,12 @@ def _scope(tenant: str, keys: tuple[str, ...]) -> Scope:
             raise InputError("--scope", f"expected KEY=VALUE, got {item!r}")
         extra[key] = value
     return Scope(tenant=tenant, **extra)
+
+
+def _loading(what: str, file: Path) -> None:
+    """Name the file of a load in any error it ends with (the filing is named by the
+    error itself: a filing's write is labelled with its source)."""
+    click.get_current_context().obj.update(where=f"load {what} {file}", named=str(file))
 
 
 def _scoped(fn: Any) -> Any:
@@ -211,6 +267,7 @@ def load_companyfacts(file: Path, submissions: tuple[Path, ...], quarantine_file
     """Load an SEC companyfacts JSON file (idempotent; one transaction per filing)."""
     from .loaders import sec
 
+    _loading("companyfacts", file)
     with _connect() as mem, _quarantine(quarantine_file) as sink:
         mem.migrate()
         report = sec.load(mem, _scope(tenant, scope_keys), file, list(submissions), quarantine=sink)
@@ -309,6 +366,7 @@ def load_kpi(file: Path, tenant: str, scope_keys: tuple[str, ...], as_json: bool
     """Load a KPI table CSV (one row per published value)."""
     from .loaders import kpi
 
+    _loading("kpi", file)
     with _connect() as mem:
         mem.migrate()
         report = kpi.load(mem, _scope(tenant, scope_keys), file)

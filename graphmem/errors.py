@@ -44,12 +44,69 @@ class StatementError(GraphmemError):
     as ``code``; transient faults are retried and never become this.
     """
 
-    def __init__(self, statement: str, cause: BaseException):
-        code = getattr(cause, "code", None) or type(cause).__name__
-        message = getattr(cause, "message", None) or str(cause)
-        super().__init__(f"statement {statement!r} failed: {code}: {message}")
+    def __init__(self, statement: str, cause: BaseException, work: str | None = None):
+        within = f"{work}: " if work and work != statement else ""
+        super().__init__(f"{within}statement {statement!r} failed: {describe(cause)}")
         self.statement = statement
-        self.code = code
+        self.work = work
+        self.code = getattr(cause, "code", None) or type(cause).__name__
+
+
+class TransactionTimeoutError(StatementError):
+    """The server rolled a transaction back because it ran longer than its timeout, twice.
+
+    Nothing of it was written. The first timeout is tried again (the transaction may
+    have waited behind a stalled writer, or stalled itself); work too large for its
+    timeout ends here. The timeout is ``Timeouts.write`` / ``Timeouts.read``
+    (``$GRAPHMEM_WRITE_TIMEOUT`` / ``$GRAPHMEM_READ_TIMEOUT``).
+    """
+
+    def __init__(self, statement: str, cause: BaseException, timeout: float | None,
+                 work: str | None = None, tries: int = 1):
+        super().__init__(statement, cause, work)
+        within = f"{work}: " if work and work != statement else ""
+        limit = f"its {timeout:g} s timeout" if timeout else "the server's transaction timeout"
+        self.args = (f"{within}rolled back by the server at statement {statement!r} after running "
+                     f"longer than {limit} ({tries} tr{'ies' if tries > 1 else 'y'}); nothing of "
+                     "it was written",)
+        self.timeout = timeout
+
+
+class UnavailableError(GraphmemError):
+    """Neo4j stayed unreachable (or the fault stayed transient) for the whole retry policy.
+
+    Raised after the last attempt; the driver's last exception is ``__cause__``. The
+    unit of work was rolled back or, for an idempotent write whose commit
+    acknowledgement was lost, may have landed: running it again is safe either way.
+    """
+
+    def __init__(self, work: str, cause: BaseException, attempts: int, seconds: float):
+        super().__init__(f"{work}: gave up after {attempts} attempt(s) in {seconds:.0f} s: "
+                         f"{describe(cause)}")
+        self.work = work
+        self.attempts = attempts
+
+
+class CommitUnknownError(GraphmemError):
+    """The connection was lost while a write that is not idempotent was committing.
+
+    The server may or may not have recorded it, and running it again could record it
+    twice (``assert_fact`` with ``expected_revision`` would then see its own write as a
+    concurrent one): re-read the state, then decide. Every other write is retried.
+    """
+
+    def __init__(self, work: str, cause: BaseException):
+        super().__init__(f"{work}: the connection was lost before the commit was acknowledged; "
+                         f"it may or may not have been recorded (re-read before writing again): "
+                         f"{describe(cause)}")
+        self.work = work
+
+
+def describe(cause: BaseException) -> str:
+    """A driver exception as ``Code: message`` (the Neo4j status code when it has one)."""
+    code = getattr(cause, "code", None) or type(cause).__name__
+    message = getattr(cause, "message", None) or str(cause)
+    return f"{code}: {message}"
 
 
 class QueryCatalogError(GraphmemError):

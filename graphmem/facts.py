@@ -327,9 +327,10 @@ def _decide(tx: Tx, params: dict[str, Any], batch: list[Assertion], recorded_at:
     not ``stored`` yet)."""
     decisions = {n: ("create", a.version_id) for n, a in enumerate(batch)}
     times = Times()
-    # by uid alone: fact.read ignores a selector's other fields then (not worth encoding)
+    # by uid alone: fact.read ignores a selector's other fields then (not worth encoding);
+    # the source finds an earlier send of the same assertion (`already`)
     reads = [{"i": n, "uid": a.key.uid, "cutoff": times.ref(a.available_by), "known_at": times.ref(recorded_at),
-              "idem": a.idem} for n, a in enumerate(batch) if a.key.uid in stored]
+              "idem": a.idem, "source": a.source_uid} for n, a in enumerate(batch) if a.key.uid in stored]
     if not reads:
         return decisions
     for row in tx.run("fact.read", reads=reads, times=times.values, brief=True, min_rank=0, kinds=None,
@@ -597,7 +598,9 @@ def versions_by_id(tx: Tx, scope: Scope, version_ids: Sequence[str]) -> list[Fac
     rows = tx.run("fact.versions", version_ids=list(version_ids), **scope_params(scope))
     by_id = {row["f"]["version_id"]: row for row in rows}
     return [
-        to_version(r["key"], r["f"], r["ev"], lifecycle=r["lifecycle"])
+        to_version(r["key"], with_times(r["f"], "available_by", "recorded_at", "erased_at"),
+                   [with_times(e, "available_by", "recorded_at") for e in r["ev"]],
+                   lifecycle=[with_times(x, "recorded_at") for x in r["lifecycle"]])
         for vid in version_ids
         if (r := by_id.get(vid)) is not None
     ]

@@ -16,8 +16,9 @@ How values are written, and why:
   datetimes are ISO text, which the importer parses as ``date`` / ``datetime``;
 * arrays are joined with U+001F (``--array-delimiter``), a control character no alias
   contains (an alias that does is refused). The importer cannot write an empty list:
-  an entity without aliases gets no property, and ``bootstrap.entity_aliases`` sets
-  ``[]`` after the import, as ``entity.put`` would have.
+  an entity without aliases, or a key without flagged versions (a build's keys have
+  none), gets no property, and ``bootstrap.entity_aliases`` / ``bootstrap.key_flags``
+  set ``[]`` after the import, as ``entity.put`` / ``fact.create_versions`` would have.
 * when a field holds a line break, the importer is told ``--multiline-fields=true``
   (its slower parser, for every file; rare in filings). Its per-file mode (``v2``)
   refused such a file here ("found CR outside a text cell", with no CR in it).
@@ -64,7 +65,8 @@ SOURCE = Layout("sources.csv", "nodes", "Source", (
     "uri", "title", "meta", "available_by:datetime", "recorded_at:datetime"))
 FACT_KEY = Layout("keys.csv", "nodes", "FactKey", (
     "uid:ID(FactKey)", "tenant", "scope", "entity", "attribute", "unit", "definition", "period",
-    "period_start:date", "period_end:date", "revision:long"))
+    "period_start:date", "period_end:date", "revision:long", "tiers:long[]", "feeds:string[]", "flagged:string[]",
+    "written_at:datetime"))
 FACT = Layout("facts.csv", "nodes", "Fact", (
     "version_id:ID(Fact)", "tenant", "scope", "key_uid", "value", "value_type", "value_num:double",
     "value_hash", "event_time:date", "period_start:date", "available_by:datetime", "recorded_at:datetime",
@@ -75,7 +77,8 @@ LOAD_MARK = Layout("load_marks.csv", "nodes", "LoadMark", (
 ABOUT = Layout("about.csv", "relationships", "ABOUT", (":START_ID(FactKey)", ":END_ID(Entity)"))
 VERSION_OF = Layout("version_of.csv", "relationships", "VERSION_OF", (":START_ID(Fact)", ":END_ID(FactKey)"))
 EVIDENCED_BY = Layout("evidenced_by.csv", "relationships", "EVIDENCED_BY", (
-    ":START_ID(Fact)", ":END_ID(Source)", "idem", "available_by:datetime", "recorded_at:datetime"))
+    ":START_ID(Fact)", ":END_ID(Source)", "idem", "available_by:datetime", "recorded_at:datetime", "key_uid",
+    "publisher", "top:long"))
 
 LAYOUTS = (ENTITY, SOURCE, FACT_KEY, FACT, CLOCK, LOAD_MARK, ABOUT, VERSION_OF, EVIDENCED_BY)
 
@@ -143,8 +146,8 @@ class _File:
         self._handle.close()
 
 
-def _array(items: Iterable[str] | None, layout: Layout, column: int) -> Any:
-    items = list(items or ())
+def _array(items: Iterable[str | int] | None, layout: Layout, column: int) -> Any:
+    items = [str(item) for item in items or ()]
     if not items:
         return _NULL
     for item in items:

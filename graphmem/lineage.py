@@ -36,6 +36,7 @@ from .db import Tx
 from .errors import InputError, NotFoundError
 from .facts import native, scope_params, source_uid
 from .models import Scope
+from .render import printable
 from .values import digest
 
 Reason = Literal["origin", "invalid", "stale", "survives"]
@@ -71,11 +72,11 @@ class ImpactReport(BaseModel):
     def table(self) -> str:
         """A plain-text table: one row per affected node, then the recompute order."""
         rows = [("depth", "kind", "reason", "id", "what")]
-        rows += [(str(i.depth), i.kind, i.reason, i.id, i.label) for i in self.items]
+        rows += [(str(i.depth), i.kind, i.reason, printable(i.id), printable(i.label)) for i in self.items]
         widths = [max(len(r[c]) for r in rows) for c in range(5)]
         lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)) for r in rows]
         lines.append("")
-        lines.append("recompute order: " + (" -> ".join(self.recompute_order) or "(nothing)"))
+        lines.append("recompute order: " + (printable(" -> ".join(self.recompute_order)) or "(nothing)"))
         lines.append("counts: " + ", ".join(f"{k}={v}" for k, v in sorted(self.counts.items())))
         if self.truncated:
             lines.append(f"(cut at depth {self.max_depth}: deeper nodes were not examined)")

@@ -21,7 +21,7 @@ from . import context as contexts
 from . import facts, governance, limits, lineage, schema, values
 from . import screen as screening
 from . import search as searching
-from .db import Database, RetryPolicy, Tx
+from .db import Database, RetryPolicy, Timeouts, Tx
 from .errors import InputError, NotFoundError
 from .models import (
     Answer,
@@ -122,6 +122,14 @@ def record_in(tx: Tx, scope: Scope, sources: list[Source], items: list[FactIn], 
     return report.model_copy(update={"sources_recorded": new, "chunks": 1})
 
 
+def record_label(sources: list[Source]) -> str:
+    """``record (source 0001564590-16-013195)``: an error of a filing's write names it."""
+    if not sources:
+        return "record"
+    ids = [s.id for s in sources[:3]] + ([f"{len(sources) - 3} more"] if len(sources) > 3 else [])
+    return f"record (source{'s' if len(sources) > 1 else ''} {', '.join(ids)})"
+
+
 def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
     iterator = iter(items)
     while chunk := list(islice(iterator, size)):
@@ -132,8 +140,21 @@ class Memory:
     """A bitemporal memory in one Neo4j database.
 
     Use :meth:`connect` or :meth:`from_env`, ideally as a context manager. ``required_scope``
-    names the scope keys (beside the tenant) that every call must carry; ``clock`` is for
-    tests only (production stamps ``recorded_at`` with the server's transaction time).
+    names the scope keys (beside the tenant) that every call must carry; ``retry`` bounds
+    how long transient faults are retried and ``timeouts`` how long one transaction may
+    run (see graphmem/db.py); ``clock`` is for tests only (production stamps
+    ``recorded_at`` with the server's transaction time).
+
+    Idempotency. A lost commit acknowledgement (the server or the connection dropped
+    while a commit was in flight) is retried for every call whose second run records
+    nothing twice - every read and every write but one: facts, experiences, task states
+    and candidates are keyed by their content (or event id), entities and sources are
+    upserted, invalidations, retractions, approvals and rejections skip what is already
+    recorded, and ``resolve``, ``erase`` and ``build_context`` name each call with a
+    token drawn once. A retried write reports what the retry found: a fact version that
+    landed the first time counts as ``unchanged``, a source as not newly recorded.
+    ``assert_fact`` with ``expected_revision`` is not idempotent (its own landed write
+    would look like a concurrent one): it raises CommitUnknownError instead.
     """
 
     def __init__(
@@ -143,12 +164,13 @@ class Memory:
         *,
         required_scope: tuple[str, ...] = (),
         retry: RetryPolicy | None = None,
+        timeouts: Timeouts | None = None,
         clock: Clock | None = None,
         chunk_size: int = 500,
     ):
         # Always name the database: the driver then skips resolving the user's home
         # database before each session (a round trip on clusters and Aura).
-        self._db = Database(driver, database or "neo4j", retry)
+        self._db = Database(driver, database or "neo4j", retry, timeouts=timeouts)
         self._required = tuple(required_scope)
         self._clock = clock
         self._chunk_size = limits.check_int("chunk_size", chunk_size, 1, limits.CHUNK_SIZE)
@@ -169,12 +191,16 @@ class Memory:
 
     @classmethod
     def from_env(cls, **options: Any) -> Memory:
-        """Connect with ``GRAPHMEM_NEO4J_URI`` / ``_USER`` / ``_PASSWORD`` / ``_DATABASE``."""
+        """Connect with ``GRAPHMEM_NEO4J_URI`` / ``_USER`` / ``_PASSWORD`` / ``_DATABASE``;
+        the retry policy and timeouts, unless given, from ``GRAPHMEM_RETRY_ATTEMPTS`` /
+        ``_RETRY_SECONDS`` / ``_WRITE_TIMEOUT`` / ``_READ_TIMEOUT`` (defaults where unset)."""
         uri = os.environ.get("GRAPHMEM_NEO4J_URI")
         if not uri:
             raise InputError("GRAPHMEM_NEO4J_URI", "not set; e.g. bolt://127.0.0.1:7687")
         password = os.environ.get("GRAPHMEM_NEO4J_PASSWORD")
         auth = (os.environ.get("GRAPHMEM_NEO4J_USER", "neo4j"), password) if password else None
+        options.setdefault("retry", RetryPolicy.from_env())
+        options.setdefault("timeouts", Timeouts.from_env())
         return cls.connect(uri, auth, os.environ.get("GRAPHMEM_NEO4J_DATABASE") or None, **options)
 
     def close(self) -> None:
@@ -221,10 +247,16 @@ class Memory:
     def _now(self) -> dt.datetime | None:
         return self._clock() if self._clock else None
 
-    def write(self, scope: Scope, label: str, work: Callable[[Tx, Any], Any]) -> Any:
+    def write(self, scope: Scope, label: str, work: Callable[[Tx, Any], Any], *,
+              idempotent: bool = True) -> Any:
         """Run ``work(tx, recorded_at)`` in one write transaction with the tenant's
-        transaction time (taking the tenant clock's lock first: see ``admin.tick``)."""
-        return self._db.write(lambda tx: work(tx, facts.tick(tx, scope, self._now())), label)
+        transaction time (taking the tenant clock's lock first: see ``admin.tick``).
+
+        ``idempotent``: a second run of ``work`` after a landed commit records nothing
+        twice (see the class docstring), so a lost commit acknowledgement is retried.
+        """
+        return self._db.write(lambda tx: work(tx, facts.tick(tx, scope, self._now())), label,
+                              idempotent=idempotent)
 
     # ------------------------------------------------------------ writes
 
@@ -256,7 +288,8 @@ class Memory:
             result = facts.write_facts(tx, scope, [fact], at, expected_revision)
             return facts.versions_by_id(tx, scope, result.version_ids)[0]
 
-        return self.write(scope, "assert_fact", work)
+        # with expected_revision a retry would meet its own landed write as a concurrent one
+        return self.write(scope, "assert_fact", work, idempotent=expected_revision is None)
 
     def assert_facts(self, scope: Scope, items: Iterable[FactIn]) -> WriteReport:
         """Assert many facts, ``chunk_size`` per transaction; a failed chunk leaves nothing."""
@@ -279,7 +312,7 @@ class Memory:
         """
         scope = self.scope(scope)
         sources, items = record_args(sources, items)
-        return self.write(scope, "record", lambda tx, at: record_in(tx, scope, sources, items, at))
+        return self.write(scope, record_label(sources), lambda tx, at: record_in(tx, scope, sources, items, at))
 
     def invalidate(self, scope: Scope, version_id: str, reason: str, *, by: str | None = None) -> FactVersion:
         """Mark a version as wrong from now on (known_at before now still shows it)."""

@@ -13,7 +13,7 @@
    launcher's Maven dependencies: ``org.neo4j.cli.AdminTool``) writes the store files of
    database ``neo4j`` in the staging folder, bypassing transactions;
 4. **finish** on a server started on the staging folder: what the importer cannot
-   write (``bootstrap.entity_aliases``), then the schema migrations
+   write (``bootstrap.entity_aliases``, ``bootstrap.key_flags``), then the schema migrations
    (``Memory.migrate``: constraints, indexes, the full-text index, populated before it
    returns);
 5. **swap**: stop the target, move its database aside, move the new one in, start the
@@ -145,6 +145,7 @@ def finish(mem: Memory) -> int:
     """On a server serving an imported database: what the importer cannot write, then
     the schema migrations, every index populated. Returns the schema version."""
     mem.db.write(lambda tx: tx.one("bootstrap.entity_aliases"), "bootstrap.entity_aliases")
+    mem.db.schema("bootstrap.key_flags")  # auto-commit: it commits in batches
     return mem.migrate()
 
 

@@ -1,22 +1,44 @@
-"""Human-readable text for the CLI and the demo: answers, histories, load reports."""
+"""Human-readable text for the CLI and the demo: answers, histories, load reports.
+
+Every value that comes from stored data or input passes through :func:`printable`, so
+that what a memory holds cannot drive the terminal that shows it.
+"""
 
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from .models import Answer, FactVersion
+
+# C0 and C1 controls (escape sequences, carriage returns, newlines), the line and
+# paragraph separators, and the bidirectional marks that reorder what a line shows.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(value: object) -> str:
+    """``value`` as text safe to show on a terminal: each control character is written
+    as its escape (``\\x1b``, ``\\n``, ``\\u202e``), so stored data can neither move the
+    cursor, recolour or clear the screen, reorder a line, nor start a new one. Human
+    output only: ``--json`` keeps the exact text (JSON escapes controls itself)."""
+    text = str(value)
+    if _UNSAFE.search(text) is None:
+        return text
+    return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], title: str | None = None) -> str:
-    """A plain text table (no colour), wide enough not to wrap ordinary rows."""
+    """A plain text table (no colour), wide enough not to wrap ordinary rows; cells are
+    :func:`printable` and shown literally (no rich markup)."""
+    from rich.console import Console  # here, not at import: lineage reports need printable only
+    from rich.table import Table
+    from rich.text import Text
+
     t = Table(*headers, title=title, box=None, show_edge=False, pad_edge=False)
     for row in rows:
-        t.add_row(*("" if c is None else str(c) for c in row))
+        t.add_row(*(Text("" if c is None else printable(c)) for c in row))
     buffer = io.StringIO()
     Console(file=buffer, width=200, color_system=None, force_terminal=False).print(t)
     return buffer.getvalue().rstrip()
@@ -27,18 +49,18 @@ def _when(value: Any) -> str:
 
 
 def sources(version: FactVersion) -> str:
-    return "; ".join(f"{e.source_id} ({e.kind}, {e.authority.value}, public {_when(e.available_by)})"
-                     for e in version.sources)
+    return "; ".join(f"{printable(e.source_id)} ({printable(e.kind)}, {e.authority.value}, "
+                     f"public {_when(e.available_by)})" for e in version.sources)
 
 
 def answer(a: Answer) -> str:
     """One answer: status, value, the three times, sources, and what each filter removed."""
-    lines = [f"{a.entity} {a.attribute} as of cutoff {_when(a.cutoff)}, known at "
-             f"{_when(a.known_at)}: {a.status.upper()}"]
+    lines = [f"{printable(a.entity)} {printable(a.attribute)} as of cutoff {_when(a.cutoff)}, "
+             f"known at {_when(a.known_at)}: {a.status.upper()}"]
     shown = [a.version] if a.version else list(a.candidates)
     for v in shown:
-        lines.append(f"  value {v.value} {v.unit} for {v.period.text} (version {v.version_id}, "
-                     f"authority {v.authority.value if v.authority else '-'})")
+        lines.append(f"  value {printable(v.value)} {printable(v.unit)} for {v.period.text} "
+                     f"(version {v.version_id}, authority {v.authority.value if v.authority else '-'})")
         lines.append(f"    available_by {_when(v.available_by)}  recorded_at {_when(v.recorded_at)}")
         lines.append(f"    sources: {sources(v)}")
     removed = {k: n for k, n in a.explain.model_dump().items() if n and k != "versions"}
@@ -72,7 +94,7 @@ def load_report(report: Any) -> str:
     data = report.model_dump()
     rules = ", ".join(f"{k}={n}" for k, n in data.pop("rules", {}).items())
     parts = ", ".join(f"{k}={v}" for k, v in data.items() if k != "file" and v not in ([], {}, None))
-    return f"loaded {data['file']}: {parts}; available_by rules: {rules or '-'}"
+    return printable(f"loaded {data['file']}: {parts}; available_by rules: {rules or '-'}")
 
 
 def _reasons(counts: dict[str, int]) -> str:
@@ -103,7 +125,7 @@ def universe_report(report: Any) -> str:
                         f"{', '.join(c.missing_pages)}")
         if c.status in ("failed", "missing"):
             text.append(f"CIK {c.cik}: {c.status}: {c.error}")
-    return "\n".join(text)
+    return "\n".join(text[:1] + [printable(line) for line in text[1:]])  # the table is escaped cell by cell
 
 
 def _sources(shown: list[FactVersion], inputs: Any) -> str:
@@ -153,11 +175,12 @@ def screen(s: Any) -> str:
     """A screen as a table, under a line saying what was asked and how many were found."""
     asked = s.frame or (s.period.text if s.period else "")
     counts = ", ".join(f"{n} {status}" for status, n in s.counts().items())
-    head = (f"{s.attribute}{' (' + s.definition + ')' if s.definition else ''} for {asked} as of cutoff "
+    head = (f"{printable(s.attribute)}{' (' + printable(s.definition) + ')' if s.definition else ''} "
+            f"for {printable(asked)} as of cutoff "
             f"{_when(s.cutoff)}, known at {_when(s.known_at)}: {len(s.answers)} entities "
             f"({'as given' if s.universe == 'entities' else 'every entity that had reported it'}); {counts}")
     if s.unknown:
-        head += f"\nnot in this scope: {', '.join(s.unknown)}"
+        head += f"\nnot in this scope: {printable(', '.join(s.unknown))}"
     rows = [(r["entity"], r["status"], r["value"], r["unit"],
              f"{r['period_start']}..{r['period_end']}" if r["period_start"] else r["period_end"],
              r["available_by"], r["sources"], r["note"]) for r in screen_rows(s)]

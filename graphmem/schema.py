@@ -47,5 +47,6 @@ def migrate(db: Database) -> int:
             if not any(tag in str(exc.code) for tag in _ALREADY):
                 raise
     db.schema("admin.await_indexes")
-    row = db.write(lambda tx: tx.one("admin.record_schema_version", version=latest()))
+    row = db.write(lambda tx: tx.one("admin.record_schema_version", version=latest()),
+                   "migrate", idempotent=True)
     return int(row["version"])

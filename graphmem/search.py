@@ -79,6 +79,7 @@ import datetime as dt
 import functools
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -319,8 +320,9 @@ def _evaluate(tx: Tx, scope: Scope, q: dict[str, Any], *, lazy: bool,
             break
         batch, pending = pending[:min(size, reach)], pending[min(size, reach):]
         size *= 2
-        _read(ev, {k: keys[k][1] for k in batch}, read_keys(tx, scope, batch, cutoff, known_at,
-                                                            req), cutoff, q["require"])
+        matched = {k: keys[k][1] for k in batch}
+        _read(ev, matched, read_keys(tx, scope, batch, cutoff, known_at, req, matched), cutoff,
+              q["require"])
     if row["skipped"] and not _settled(ev, limit, row["frontier"]):
         return None
     return ev
@@ -346,13 +348,16 @@ def _bound(uid: str, key: Key) -> tuple[Any, ...]:
 
 
 def read_keys(tx: Tx, scope: Scope, uids: list[str], cutoff: dt.datetime,
-              known_at: dt.datetime, req: dict[str, Any]) -> list[dict[str, Any]]:
+              known_at: dt.datetime, req: dict[str, Any],
+              matched: dict[str, Iterable[str]] | None = None) -> list[dict[str, Any]]:
     """The read rule on these keys (by uid) at a search's (cutoff, known_at): one
-    ``fact.read`` row per key, ``i`` its index in ``uids`` (as search.hits reads them)."""
+    ``fact.read`` row per key, ``i`` its index in ``uids`` (as search.hits reads them),
+    with the filter that removed each of its ``matched`` versions."""
     times = facts.Times()
     reads = [{"i": i, "uid": uid, "entity": None, "attribute": None, "unit": None,
               "definition": None, "period": None, "valid_from": None, "valid_to": None,
-              "cutoff": times.ref(cutoff), "known_at": times.ref(known_at), "idem": None}
+              "cutoff": times.ref(cutoff), "known_at": times.ref(known_at), "idem": None,
+              "source": None, "versions": list((matched or {}).get(uid, ()))}
              for i, uid in enumerate(uids)]
     return tx.run("fact.read", reads=reads, times=times.values, brief=False, **req,
                   **facts.scope_params(scope))

@@ -11,6 +11,7 @@ a clean shutdown. Nothing is ever stopped by process name.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -23,7 +24,7 @@ from pathlib import Path
 import neo4j
 from neo4j.exceptions import AuthError, DriverError, Neo4jError
 
-from .errors import ServerError
+from .errors import InputError, ServerError
 
 JAR_NAME = "graphmem-launcher.jar"
 JVM_FLAGS = (
@@ -62,6 +63,16 @@ class ServerConfig:
     heap: str = "1g"
     pagecache: str = "512m"
     password: str | None = None
+    #: seconds a transaction that names no timeout may run (graphmem's own name theirs:
+    #: ``graphmem.Timeouts``), and a lock wait may last before a transient, retried error
+    tx_timeout: float = 120.0
+    lock_timeout: float = 20.0
+
+    def __post_init__(self) -> None:
+        for name in ("tx_timeout", "lock_timeout"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise InputError(name, f"seconds must be a finite number >= 0, got {value!r}")
 
     @property
     def uri(self) -> str:
@@ -104,7 +115,8 @@ def build(source: Path | None = None) -> Path:
     )
     if proc.returncode != 0 or not jar.is_file():
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-40:])
-        raise ServerError(f"Maven build of the launcher failed in {source}:\n{tail}")
+        raise _noted(ServerError(f"Maven build of the launcher failed in {source} (its last "
+                                 "lines: graphmem --debug)"), tail)
     return jar
 
 
@@ -141,6 +153,13 @@ def status(cfg: ServerConfig) -> ServerStatus:
     if running:
         uri = json.loads(cfg.pid_file.read_text()).get("uri")
     return ServerStatus(running=running, pid=pid if running else None, uri=uri, home=cfg.home)
+
+
+def _noted(error: ServerError, tail: str) -> ServerError:
+    """``error`` with the last lines of a log as a note: a traceback (``graphmem
+    --debug``) shows them, the message stays one line."""
+    error.add_note(tail)
+    return error
 
 
 def _log_tail(cfg: ServerConfig, lines: int = 30) -> str:
@@ -209,6 +228,8 @@ def start(cfg: ServerConfig, timeout: float = 180.0) -> ServerStatus:
         f"-Dgraphmem.home={cfg.data_dir.resolve()}",
         f"-Dgraphmem.port={cfg.port}",
         f"-Dgraphmem.pagecache={cfg.pagecache}",
+        f"-Dgraphmem.tx_timeout={cfg.tx_timeout:g}",
+        f"-Dgraphmem.lock_timeout={cfg.lock_timeout:g}",
         "-jar",
         str(jar),
     ]
@@ -223,10 +244,9 @@ def start(cfg: ServerConfig, timeout: float = 180.0) -> ServerStatus:
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             cfg.pid_file.unlink(missing_ok=True)
-            raise ServerError(
+            raise _noted(ServerError(
                 f"the launcher exited with code {proc.returncode} before Bolt answered; "
-                f"log {cfg.log_file}:\n{_log_tail(cfg)}"
-            )
+                f"log {cfg.log_file}"), _log_tail(cfg))
         try:
             wait_for_bolt(cfg.uri, auth, timeout=2)
             return status(cfg)
@@ -234,10 +254,8 @@ def start(cfg: ServerConfig, timeout: float = 180.0) -> ServerStatus:
             continue
     _terminate(proc.pid, 30)
     cfg.pid_file.unlink(missing_ok=True)
-    raise ServerError(
-        f"Bolt did not answer on {cfg.uri} within {timeout:.0f}s; log {cfg.log_file}:\n"
-        f"{_log_tail(cfg)}"
-    )
+    raise _noted(ServerError(f"Bolt did not answer on {cfg.uri} within {timeout:.0f}s; "
+                             f"log {cfg.log_file}"), _log_tail(cfg))
 
 
 def _terminate(pid: int, timeout: float) -> None:

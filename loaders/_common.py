@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from graphmem.db import Tx
 from graphmem.errors import InputError
 from graphmem.facts import scope_params
-from graphmem.memory import Memory, record_args, record_in
+from graphmem.memory import Memory, record_args, record_in, record_label
 from graphmem.models import FactIn, Scope, Source, WriteReport
 
 # ------------------------------------------------------------------ units
@@ -224,6 +224,6 @@ def write_filing(
         return report
 
     try:
-        return mem.write(scope, "record", work)
+        return mem.write(scope, record_label(sources), work)
     except InputError as exc:
         raise InputError(f"{where}: {exc.where}", exc.reason) from exc

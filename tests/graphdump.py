@@ -4,7 +4,7 @@ labels and typed properties, every relationship with its type, ends and properti
 From Neo4j (``from_neo4j``: what is stored, each value with its Cypher type) or from an
 offline build's rows (``from_rows``: the values handed to the importer, with the types
 its layouts declare - graphmem/importcsv.py). ``recorded_at`` (and the tenant clock's
-``last``) are transaction times: a bootstrap's are its own clock's, an online load's
+``last``, a key's ``written_at``) are transaction times: a bootstrap's are its own clock's, an online load's
 the server's, so they can only differ; ``ranked`` replaces each by its rank among the
 graph's transaction times, which must then be equal (same order, same grouping into
 transactions).
@@ -21,7 +21,7 @@ from graphmem.importcsv import Layout
 
 # a node's identity across two graphs: its uid, version id or (a clock) id
 _NATURAL = "coalesce(n.uid, n.version_id, n.id)"
-_TIMES = {"recorded_at", "last"}
+_TIMES = {"recorded_at", "last", "written_at"}
 
 Value = tuple[str, Any]  # (Cypher type, canonical value)
 
@@ -95,7 +95,7 @@ def from_neo4j(driver, tenant: str, database: str = "neo4j") -> Dump:
 
 _TYPES = {"string": "STRING NOT NULL", "long": "INTEGER NOT NULL", "double": "FLOAT NOT NULL",
           "boolean": "BOOLEAN NOT NULL", "date": "DATE NOT NULL", "datetime": "ZONED DATETIME NOT NULL",
-          "string[]": "LIST<STRING NOT NULL> NOT NULL"}
+          "string[]": "LIST<STRING NOT NULL> NOT NULL", "long[]": "LIST<INTEGER NOT NULL> NOT NULL"}
 
 
 def _typed(value: Any, importer_type: str) -> Value:
@@ -103,7 +103,7 @@ def _typed(value: Any, importer_type: str) -> Value:
         return _TYPES["string"], value
     if importer_type == "datetime":
         return _TYPES[importer_type], dt.datetime.fromisoformat(value).astimezone(dt.UTC).isoformat()
-    if importer_type == "string[]":  # [] as bootstrap.entity_aliases sets it after the import
+    if importer_type.endswith("[]"):  # [] as bootstrap.entity_aliases / key_flags set it after the import
         return ("LIST<NOTHING> NOT NULL", ()) if not value else (_TYPES[importer_type], tuple(value))
     return _TYPES[importer_type], value
 

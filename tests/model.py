@@ -4,23 +4,35 @@ Written from DESIGN.md sections 1-4 and the rule documented above ``fact.read`` 
 cypher/fact.cypher, for the property test in test_property.py. Times are plain aware
 datetimes; the test feeds in the same ``recorded_at`` stamps its clock gave graphmem.
 
-A read of one key at (cutoff C, known_at K):
+A read of one key at (cutoff C, known_at K), with a requirement (a minimum authority
+rank and/or source kinds, both optional):
 1. live versions: recorded by K, not erased, not invalidated by a record made by K,
    and with live evidence: an evidence edge recorded by K, available by C, whose
-   source was not retracted by K;
-2. kept: the live versions whose best live-evidence authority is the highest;
+   source was not retracted by K; of that evidence, what meets the requirement;
+2. kept: the live versions whose best authority of evidence meeting the requirement
+   is the highest;
 3. a kept version is dropped when a Resolution recorded by K and available by C
    settles it in favour of another kept version, or when for every publisher behind
-   its live evidence some other kept version has later-available live evidence from
-   that same publisher;
+   its live evidence meeting the requirement some other kept version has later-
+   available such evidence from that same publisher;
 4. no distinct value left -> not_found, one -> active, several -> conflicted.
+
+``statuses`` names, for every version of the key, the first filter that removes it -
+in the order ``explain`` counts them: known_at, erased, cutoff (no evidence recorded by
+K is public by C), invalidated, retracted (no live evidence), evidence (none meets the
+requirement), outranked, superseded - or None for a version that survives.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+
+# The filters of a read, in the order explain counts what each removed.
+FILTERS = ("known_at", "erased", "cutoff", "invalidated", "retracted", "evidence", "outranked",
+           "superseded")
 
 
 @dataclass
@@ -31,6 +43,7 @@ class Src:
     available_by: dt.datetime
     retracted_at: dt.datetime | None = None
     erased: bool = False
+    kind: str = "doc"
 
 
 @dataclass(frozen=True)
@@ -67,27 +80,38 @@ class Model:
 
     # ---------------------------------------------------------------- reads
 
-    def _live_edges(self, v: Version, cutoff: dt.datetime, known_at: dt.datetime) -> list[Edge]:
-        def retracted(e: Edge) -> bool:
-            at = self.sources[e.source].retracted_at
-            return at is not None and at <= known_at
-
-        return [e for e in v.edges
-                if e.recorded_at <= known_at and e.available_by <= cutoff and not retracted(e)]
-
-    def final(self, key: Hashable, cutoff: dt.datetime, known_at: dt.datetime) -> list[int]:
-        """Indexes of the versions of ``key`` that survive the read rule at (cutoff, known_at)."""
-        live: dict[int, list[Edge]] = {}
+    def statuses(self, key: Hashable, cutoff: dt.datetime, known_at: dt.datetime,
+                 min_rank: int = 0, kinds: tuple[str, ...] | None = None) -> dict[int, str | None]:
+        """Index of each version of ``key`` -> the filter that removes it at (cutoff,
+        known_at) with that requirement, or None if it survives the read rule."""
+        out: dict[int, str | None] = {}
+        required: dict[int, list[Edge]] = {}
         for i, v in enumerate(self.versions):
-            if v.key != key or v.recorded_at > known_at or v.erased:
+            if v.key != key:
                 continue
-            if v.invalidated_at is not None and v.invalidated_at <= known_at:
-                continue
-            if edges := self._live_edges(v, cutoff, known_at):
-                live[i] = edges
-        rank = {i: max(self.sources[e.source].rank for e in edges) for i, edges in live.items()}
+            seen = [e for e in v.edges if e.recorded_at <= known_at]
+            public = [e for e in seen if e.available_by <= cutoff]
+            live = [e for e in public if not self._retracted(e, known_at)]
+            meets = [e for e in live if self.sources[e.source].rank >= min_rank
+                     and (kinds is None or self.sources[e.source].kind in kinds)]
+            if v.recorded_at > known_at:
+                out[i] = "known_at"
+            elif v.erased:
+                out[i] = "erased"
+            elif not public:
+                out[i] = "cutoff"
+            elif v.invalidated_at is not None and v.invalidated_at <= known_at:
+                out[i] = "invalidated"
+            elif not live:
+                out[i] = "retracted"
+            elif not meets:
+                out[i] = "evidence"
+            else:
+                required[i] = meets
+        rank = {i: max(self.sources[e.source].rank for e in edges) for i, edges in required.items()}
         best = max(rank.values(), default=0)
-        kept = {i: edges for i, edges in live.items() if rank[i] == best}
+        kept = {i: edges for i, edges in required.items() if rank[i] == best}
+        out.update({i: "outranked" for i in required if i not in kept})
 
         def settled(i: int) -> bool:
             return any(z.recorded_at <= known_at and z.available_by <= cutoff
@@ -105,18 +129,37 @@ class Model:
                 for p, at in latest.items()
             )
 
-        return [i for i in kept if not settled(i) and not outdated(i)]
+        out.update({i: "superseded" if settled(i) or outdated(i) else None for i in kept})
+        return out
 
-    def read(self, key: Hashable, cutoff: dt.datetime, known_at: dt.datetime) -> tuple[str, set]:
+    def _retracted(self, e: Edge, known_at: dt.datetime) -> bool:
+        at = self.sources[e.source].retracted_at
+        return at is not None and at <= known_at
+
+    def final(self, key: Hashable, cutoff: dt.datetime, known_at: dt.datetime,
+              min_rank: int = 0, kinds: tuple[str, ...] | None = None) -> list[int]:
+        """Indexes of the versions of ``key`` that survive the read rule at (cutoff, known_at)."""
+        return [i for i, by in self.statuses(key, cutoff, known_at, min_rank, kinds).items() if by is None]
+
+    def explain(self, key: Hashable, cutoff: dt.datetime, known_at: dt.datetime,
+                min_rank: int = 0, kinds: tuple[str, ...] | None = None) -> dict[str, int]:
+        """How many versions of ``key`` each filter removes (graphmem's ``Explain``)."""
+        by = self.statuses(key, cutoff, known_at, min_rank, kinds)
+        counts = Counter(reason for reason in by.values() if reason)
+        return {"versions": len(by), **{f: counts[f] for f in FILTERS}}
+
+    def read(self, key: Hashable, cutoff: dt.datetime, known_at: dt.datetime,
+             min_rank: int = 0, kinds: tuple[str, ...] | None = None) -> tuple[str, set]:
         """(status, set of values) as ``as_of`` should report them."""
-        values = {self.versions[i].value for i in self.final(key, cutoff, known_at)}
+        values = {self.versions[i].value for i in self.final(key, cutoff, known_at, min_rank, kinds)}
         status = {0: "not_found", 1: "active"}.get(len(values), "conflicted")
         return status, values
 
     # ---------------------------------------------------------------- writes
 
-    def record_source(self, sid: str, publisher: str, rank: int, available_by: dt.datetime) -> None:
-        self.sources[sid] = Src(sid, publisher, rank, available_by)
+    def record_source(self, sid: str, publisher: str, rank: int, available_by: dt.datetime,
+                      kind: str = "doc") -> None:
+        self.sources[sid] = Src(sid, publisher, rank, available_by, kind=kind)
 
     def assert_fact(self, key: Hashable, sid: str, value: object, available_by: dt.datetime,
                     now: dt.datetime,

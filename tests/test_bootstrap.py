@@ -424,8 +424,9 @@ def _still_serving(booted) -> None:
 def test_an_importer_failure_leaves_the_old_database_serving(booted):
     def load(build: Build):
         loader.load_files(build, booted.scope, LPA[0])
-        build._sink.add(FACT_KEY, ("same-uid",) + ("x",) * 7 + (None, "2024-01-01", 1))
-        build._sink.add(FACT_KEY, ("same-uid",) + ("x",) * 7 + (None, "2024-01-01", 1))  # a duplicate id
+        key = ("same-uid",) + ("x",) * 7 + (None, "2024-01-01", 1, [1, 0, 0, 0], ["1x"], [], "2024-01-01T00:00:00Z")
+        build._sink.add(FACT_KEY, key)
+        build._sink.add(FACT_KEY, key)  # a duplicate id
 
     stale = booted.cfg.home / "bootstrap-20260101T000000-4194999"  # a killed bootstrap's (no such pid)
     (stale / "server").mkdir(parents=True)

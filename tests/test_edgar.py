@@ -488,18 +488,3 @@ def test_a_combined_filing_of_two_companies_loads_for_both(mem, scope, tmp_path)
     assert assets("cik:1111111", spring).value == 100 and assets("cik:2222222", spring).value == 40
     assert assets("cik:2222222", LATE).value == 41  # superseded by its own later filing
     assert assets("cik:2222222", LATE).status == "active"
-
-
-def test_the_edgar_benchmark_runs_at_its_smallest_size(uri, tmp_path):
-    """bench/bench_edgar.py end to end on two companies (a smoke run: no figure is judged)."""
-    out = tmp_path / "bench.json"
-    done = subprocess.run([sys.executable, str(Path(__file__).parents[1] / "bench" / "bench_edgar.py"),
-                           "--companies", "2", "--filings", "2", "--concepts", "4", "--raw-every", "1",
-                           "--json", str(out)], env={**os.environ, "GRAPHMEM_NEO4J_URI": uri},
-                          capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    result = json.loads(out.read_text())
-    load = result["cases"]["load-2"]
-    assert load["load"]["totals"]["companies"] == {"loaded": 2}
-    assert load["rerun"]["totals"]["companies"] == {"recorded": 2}
-    assert result["cases"]["raw"]["rows"] == load["load"]["totals"]["assertions"]

@@ -5,9 +5,20 @@ entity (assertions with colliding values, identical re-sends, invalidations, sou
 retractions through ``Memory.retract_source``, source erasures, resolutions), runs it
 against Neo4j and against the model, and checks each write landed where the model says
 (same version, more evidence, or a new version). Then it compares ``as_of`` (status,
-values, and the candidate versions of a conflict) at random (cutoff, known_at) pairs.
+values, the candidate versions of a conflict, and ``explain``: what each filter
+removed) at random (cutoff, known_at) pairs, with or without an evidence requirement,
+and the filter a search names for each matched version it removed.
 An erased source is not cited by later assertions (whether it may be is a write-gate
 question, not the read rule's).
+
+A second test draws long histories of one key (``test_long_histories_match_the_model``):
+runs of daily assertions by a few publishers of every authority, each run one write
+transaction, that overlap in time and come out of order (later recorded, earlier
+available), with equal availabilities, corroborations of another authority, and
+invalidations, retractions, resolutions and re-sends between them; then the same reads
+at cutoffs and known_at marks across and between the runs. fact.read reads such a key
+through its index of evidence by publisher and availability: this is where the rule
+it applies and the rule of the model could part.
 
 The transaction clock is injected (``Memory(clock=...)``) and deterministic: every
 example runs in a fresh tenant, whose clock starts empty, and its writes are stamped
@@ -19,7 +30,9 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections import Counter
 from decimal import Decimal
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, event, given, note, settings
@@ -27,7 +40,7 @@ from hypothesis import strategies as st
 from model import Model
 from world import TX0, TxClock
 
-from graphmem import Authority, Entity, FactIn, Period, Scope, Source
+from graphmem import Authority, Entity, FactIn, Period, Require, Scope, Source
 
 UTC = dt.UTC
 BASE = dt.datetime(2020, 1, 1, tzinfo=UTC)  # day 0 of the sources' publication times
@@ -37,6 +50,10 @@ ATTRIBUTES = ("revenue", "margin")  # two fact keys of one entity
 PERIOD = Period(end=dt.date(2024, 12, 31))
 AUTHORITIES = ("primary", "primary", "inference", "user_correction")  # equal ones meet
 PUBLISHERS = ("pub-a", "pub-b", "pub-c", None)  # None: the source is its own publisher
+KINDS = ("doc", "doc", "note")
+# an evidence requirement of a read: none, a minimum authority, or a kind of source
+REQUIREMENTS = {None: None, "primary": Require(min_authority=Authority.PRIMARY),
+                "note": Require(kinds=("note",))}
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +70,7 @@ sources = st.tuples(
     st.sampled_from(PUBLISHERS),
     st.sampled_from(AUTHORITIES),
     st.integers(0, 5),  # available_by: BASE + days
+    st.sampled_from(KINDS),
 )
 assertion = st.tuples(
     st.just("assert"),
@@ -83,7 +101,8 @@ cutoffs = st.one_of(
     st.just(("far",)),
     st.tuples(st.just("mark"), st.integers(0, 30)),  # a transaction-time mark
 )
-queries = st.lists(st.tuples(cutoffs, st.integers(0, 30)), min_size=4, max_size=8)
+requirements = st.sampled_from([None, None, "primary", "note"])
+queries = st.lists(st.tuples(cutoffs, st.integers(0, 30), requirements), min_size=4, max_size=8)
 
 
 # ------------------------------------------------------------------ the run
@@ -117,15 +136,15 @@ class Run:
         getattr(self, "op_" + op[0])(*op[1:])
         self.mark()
 
-    def op_source(self, publisher: str | None, authority: str, day: int) -> None:
+    def op_source(self, publisher: str | None, authority: str, day: int, kind: str = "doc") -> None:
         sid = f"s{len(self.my_sources)}"
-        src = Source(id=sid, kind="doc", authority=Authority(authority),
+        src = Source(id=sid, kind=kind, authority=Authority(authority),
                      available_by=BASE + dt.timedelta(days=day), publisher=publisher)
         assert self.mem.record_source(self.scope, src)
-        self.model.record_source(sid, src.publisher_id, src.authority.rank, src.available_by)
+        self.model.record_source(sid, src.publisher_id, src.authority.rank, src.available_by, kind)
         self.my_sources.append(sid)
         self.log.append(f"{self.when(self.clock.last)} source {sid} publisher={src.publisher_id} "
-                        f"{src.authority.value} available day {day}")
+                        f"{src.authority.value} {kind} available day {day}")
 
     def _write(self, key: int, sid: str, value: int, available_by: dt.datetime) -> None:
         fact = FactIn(entity=ENTITY, attribute=ATTRIBUTES[key], value=value, period=PERIOD,
@@ -169,6 +188,33 @@ class Run:
             sid = usable[pick % len(usable)]
             available_by = self.model.sources[sid].available_by + dt.timedelta(days=delay)
             self._write(key, sid, value, available_by)
+
+    def op_run(self, key: int, publisher: str | None, authority: str, kind: str, day: int,
+               length: int, hours: int, values: str, salt: int) -> None:
+        """``length`` assertions by one publisher, one source each, ``hours`` apart from
+        ``day`` on, written in one transaction (each sees the ones before it): values
+        rising, drawn from the few every run shares, or one value repeated."""
+        first = len(self.my_sources)
+        sources, items = [], []
+        for j in range(length):
+            src = Source(id=f"s{first + j}", kind=kind, authority=Authority(authority),
+                         publisher=publisher,
+                         available_by=BASE + dt.timedelta(days=day, hours=j * hours))
+            value = {"rising": 100 + salt + j, "few": (salt + j) % 3 + 1, "one": salt % 3 + 1}[values]
+            sources.append(src)
+            items.append(FactIn(entity=ENTITY, attribute=ATTRIBUTES[key], value=value,
+                                period=PERIOD, sources=(src.id,)))
+        report = self.mem.record(self.scope, sources=sources, items=items)
+        for src, item, got in zip(sources, items, report.version_ids, strict=True):
+            self.model.record_source(src.id, src.publisher_id, src.authority.rank, src.available_by, kind)
+            self.my_sources.append(src.id)
+            self._reconcile(SimpleNamespace(version_id=got, recorded_at=self.clock.last),
+                            lambda choose, src=src, item=item: self.model.assert_fact(
+                                key, src.id, item.value, src.available_by, self.clock.last, choose))
+            self.sent.append((key, src.id, item.value, src.available_by))
+        self.log.append(f"{self.when(self.clock.last)} run key{key} {publisher} {authority} {kind} "
+                        f"day {day} x{length} every {hours}h {values}({salt}) -> "
+                        f"{[self.name(v) for v in report.version_ids]}")
 
     def op_resend(self, pick: int) -> None:
         # An erased source evidences nothing new (refused; tested in test_core), so only
@@ -227,11 +273,16 @@ class Run:
         mark = self.marks[choice[1] % len(self.marks)]
         return mark, self.when(mark)
 
-    def check(self, key: int, cutoff: dt.datetime, known_at: dt.datetime, label: str) -> None:
+    def check(self, key: int, cutoff: dt.datetime, known_at: dt.datetime, label: str,
+              require: str | None = None) -> None:
+        req = REQUIREMENTS[require]
+        rule = {"min_rank": req.min_authority.rank if req and req.min_authority else 0,
+                "kinds": req.kinds if req else None}
         answer = self.mem.as_of(self.scope, entity=ENTITY, attribute=ATTRIBUTES[key],
-                                period=PERIOD, cutoff=cutoff, known_at=known_at)
-        final = {self.model.versions[i].vid for i in self.model.final(key, cutoff, known_at)}
-        want = self.model.read(key, cutoff, known_at)
+                                period=PERIOD, cutoff=cutoff, known_at=known_at, require=req)
+        final = {self.model.versions[i].vid for i in self.model.final(key, cutoff, known_at, **rule)}
+        want = self.model.read(key, cutoff, known_at, **rule)
+        label += f", require {require}" if require else ""
         if answer.status == "active":
             got, ids = (answer.status, {answer.value}), {answer.version.version_id}
         else:
@@ -242,6 +293,44 @@ class Run:
         event(f"read: {want[0]}")
         assert got == want, where
         assert ids <= final and (answer.status != "conflicted" or ids == final), where
+        explain = self.model.explain(key, cutoff, known_at, **rule)
+        assert answer.explain.model_dump() == explain, f"explain of {where}: expected {explain}"
+
+    def check_search(self, cutoff: dt.datetime, known_at: dt.datetime, label: str) -> None:
+        """A search matching every version of both keys names, for each matched version it
+        removed, the filter the model names (an erased version is not searchable)."""
+        found = self.mem.search(self.scope, text=ENTITY, types=["fact"], cutoff=cutoff,
+                                known_at=known_at, limit=1000)
+        want = Counter(by for key in (0, 1)
+                       for i, by in self.model.statuses(key, cutoff, known_at).items()
+                       if by and not self.model.versions[i].erased)
+        assert found.explain.unevaluated == 0
+        assert found.explain.removed == dict(want), f"search at {label}: expected {dict(want)}"
+
+    def play(self, ops: list[tuple], day: int, reads: list[tuple[tuple, int, str | None]]) -> None:
+        """Apply the operations, then read: at the far future and at ``day`` as known
+        after the last operation, then at each drawn read. The log is the failure's note."""
+        try:
+            for op in ops:
+                self.apply(op)
+            event(f"versions of key0: {sum(v.key == 0 for v in self.model.versions) // 50 * 50}+")
+            last = len(self.marks) - 1
+            self.read_all([(("far",), last, None), (("day", day, 0), last, None)] + reads)
+        finally:
+            note("\n".join(self.log))
+
+    def read_all(self, checks: list[tuple[tuple, int, str | None]]) -> None:
+        """Each (cutoff choice, known_at mark, requirement): as_of on both keys, and without
+        a requirement facts_as_of and a search too."""
+        for choice, mark, require in checks:
+            cutoff, label = self.cutoff(choice)
+            known_at = self.marks[mark % len(self.marks)]
+            label = f"cutoff {label}, known_at {self.when(known_at)}"
+            for key in (0, 1):
+                self.check(key, cutoff, known_at, label, require)
+            if require is None:
+                self.check_open(cutoff, known_at, label)
+                self.check_search(cutoff, known_at, label)
 
     def check_open(self, cutoff: dt.datetime, known_at: dt.datetime, label: str) -> None:
         """facts_as_of with the attribute, then also the entity, left open: one answer per
@@ -255,22 +344,53 @@ class Run:
             assert got == want, f"facts_as_of({selector}) at {label}: expected {want}, graphmem {got}"
 
 
+# Long histories: runs of assertions by one publisher, and lifecycle events between them.
+LONG_OPERATIONS = {
+    "run": st.tuples(
+        st.just("run"),
+        st.sampled_from([0, 0, 0, 1]),  # key
+        st.sampled_from(PUBLISHERS),
+        st.sampled_from(AUTHORITIES),
+        st.sampled_from(KINDS),
+        st.integers(0, 40),  # first day: runs overlap, and come out of order
+        st.integers(2, 40),  # assertions
+        st.sampled_from([0, 12, 24, 24, 48]),  # hours between them (0: equal availability)
+        st.sampled_from(["rising", "rising", "few", "one"]),
+        st.integers(0, 1000),
+    ),
+    "assert": assertion,
+    "resend": st.tuples(st.just("resend"), st.integers(0, 10**6)),
+    "invalidate": st.tuples(st.just("invalidate"), st.integers(0, 10**6)),
+    "retract": st.tuples(st.just("retract"), st.integers(0, 10**6)),
+    "erase": st.tuples(st.just("erase"), st.integers(0, 10**6)),
+    "resolve": st.tuples(
+        st.just("resolve"),
+        st.integers(0, 1),
+        st.lists(st.integers(0, 10**6), min_size=1, max_size=3),
+        st.integers(1, 3),
+        st.sampled_from(["alice", "bob"]),
+    ),
+}
+long_operation = st.sampled_from(["run"] * 5 + sorted(LONG_OPERATIONS)).flatmap(
+    LONG_OPERATIONS.__getitem__)
+long_cutoffs = st.one_of(
+    st.tuples(st.just("day"), st.integers(-1, 48), st.sampled_from([0, 6, 12])),
+    st.just(("far",)),
+    st.tuples(st.just("mark"), st.integers(0, 30)),
+)
+long_queries = st.lists(st.tuples(long_cutoffs, st.integers(0, 30), requirements), min_size=6,
+                        max_size=10)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(setup=st.lists(sources, min_size=2, max_size=4),
        ops=st.lists(operation, min_size=4, max_size=20), reads=queries)
 def test_as_of_matches_the_model(clocked, setup, ops, reads):
-    mem, clock = clocked
-    run = Run(mem, clock)
-    try:
-        for op in setup + ops:
-            run.apply(op)
-        last = len(run.marks) - 1
-        checks = [(("far",), last), (("day", 8, 0), last)] + reads
-        for choice, mark in checks:
-            cutoff, label = run.cutoff(choice)
-            known_at = run.marks[mark % len(run.marks)]
-            for key in (0, 1):
-                run.check(key, cutoff, known_at, f"cutoff {label}, known_at {run.when(known_at)}")
-            run.check_open(cutoff, known_at, f"cutoff {label}, known_at {run.when(known_at)}")
-    finally:
-        note("\n".join(run.log))
+    Run(*clocked).play(setup + ops, 8, reads)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(setup=st.lists(sources, min_size=1, max_size=3),
+       ops=st.lists(long_operation, min_size=6, max_size=16), reads=long_queries)
+def test_long_histories_match_the_model(clocked, setup, ops, reads):
+    Run(*clocked).play(setup + ops, 20, reads)

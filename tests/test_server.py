@@ -78,6 +78,8 @@ def test_start_failure_reports_the_log_tail(tmp_path: Path):
         with pytest.raises(srv.ServerError, match="launcher exited|did not answer") as info:
             srv.start(cfg, timeout=120)
         assert str(cfg.log_file) in str(info.value)
+        assert "\n" not in str(info.value)  # one line; the log's last lines are a note
+        assert cfg.log_file.read_text().strip().splitlines()[-1] in info.value.__notes__[0]
         assert not cfg.pid_file.exists()
     finally:
         srv.stop(cfg)

@@ -42,18 +42,27 @@ def t(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
-def lose_first_acknowledgement(monkeypatch) -> list[bool]:
-    """Make the next commit land and then fail as if the connection dropped before its
-    acknowledgement (SessionExpired, which graphmem retries). The list it returns gets
-    an item when that happened."""
-    real, lost = neo4j.Transaction.commit, []
+def lose_first_acknowledgement(monkeypatch, writing: str | None = None) -> list[bool]:
+    """Make a commit land and then fail as if the connection dropped before its
+    acknowledgement, with the driver's own exception for that (IncompleteCommit: a
+    retry of idempotent work is graphmem's call). ``writing``: only the commit of a
+    transaction that ran a statement containing this text (say, the one that creates
+    fact versions); by default the next commit. The list it returns gets an item when
+    that happened."""
+    real_commit, real_run, lost, marked = neo4j.Transaction.commit, neo4j.Transaction.run, [], set()
+
+    def run_and_mark(self, query, *args, **kwargs):
+        if writing is not None and writing in str(query):
+            marked.add(id(self))
+        return real_run(self, query, *args, **kwargs)
 
     def commit_then_drop(self):
-        real(self)
-        if not lost:
+        real_commit(self)
+        if not lost and (writing is None or id(self) in marked):
             lost.append(True)
-            raise neo4j.exceptions.SessionExpired("injected: acknowledgement lost")
+            raise neo4j.exceptions.IncompleteCommit("injected: Failed to read from defunct connection")
 
+    monkeypatch.setattr(neo4j.Transaction, "run", run_and_mark)
     monkeypatch.setattr(neo4j.Transaction, "commit", commit_then_drop)
     return lost
 

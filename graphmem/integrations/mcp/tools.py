@@ -28,7 +28,7 @@ from neo4j.exceptions import DriverError, Neo4jError
 from pydantic import BaseModel, Field, ValidationError
 
 from ...cli import _when
-from ...errors import GraphmemError, InputError
+from ...errors import GraphmemError, InputError, UnavailableError
 from ...memory import Memory
 from ...models import (
     Authority,
@@ -120,7 +120,7 @@ def _result(out: BaseModel, text: str) -> CallToolResult:
 
 
 def _error(exc: Exception) -> CallToolResult:
-    if isinstance(exc, (Neo4jError, DriverError)):  # outlasted the retry policy
+    if isinstance(exc, (Neo4jError, DriverError, UnavailableError)):  # outlasted the retry policy
         out = r.ErrorOut(type="DatabaseUnavailable",
                          message=f"the database did not answer after retries: {exc}")
     else:

@@ -2,6 +2,7 @@ package graphmem.launcher;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import org.neo4j.configuration.GraphDatabaseSettings;
@@ -18,10 +19,18 @@ import org.neo4j.io.ByteUnit;
  *
  * <p>Configuration comes from system properties (set by {@code graphmem server start}):
  * {@code graphmem.home} (data directory, required), {@code graphmem.port} (Bolt port,
- * 7687), {@code graphmem.pagecache} (e.g. 256m). Authentication is off unless the
+ * 7687), {@code graphmem.pagecache} (e.g. 256m), {@code graphmem.tx_timeout} and
+ * {@code graphmem.lock_timeout} (seconds; see below). Authentication is off unless the
  * environment variable {@code GRAPHMEM_NEO4J_PASSWORD} is set: then it is on and the
  * {@code neo4j} user gets that password. The password travels in the environment, not
  * on the command line, so that {@code ps} does not show it.
+ *
+ * <p>Time limits, so that a stalled client cannot freeze the others: a transaction that
+ * names no timeout of its own is rolled back after {@code graphmem.tx_timeout} seconds
+ * (120; graphmem's own transactions name theirs), a lock wait fails after
+ * {@code graphmem.lock_timeout} seconds (20) with a transient error that clients retry,
+ * and the server looks for overdue transactions every second (rather than every two).
+ * A rolled-back transaction releases its locks at once.
  *
  * <p>The process prints {@code graphmem-launcher: ready} once Bolt answers, and shuts the
  * database down cleanly on SIGTERM (a JVM shutdown hook), releasing its store lock.
@@ -39,6 +48,8 @@ public final class Launcher {
         Files.createDirectories(homeDir);
         int port = Integer.parseInt(System.getProperty("graphmem.port", "7687"));
         long pageCache = ByteUnit.parse(System.getProperty("graphmem.pagecache", "256m"));
+        Duration txTimeout = seconds("graphmem.tx_timeout", "120");
+        Duration lockTimeout = seconds("graphmem.lock_timeout", "20");
         String password = System.getenv("GRAPHMEM_NEO4J_PASSWORD");
         boolean auth = password != null && !password.isEmpty();
 
@@ -49,6 +60,9 @@ public final class Launcher {
                 .setConfig(GraphDatabaseSettings.auth_enabled, auth)
                 .setConfig(GraphDatabaseSettings.pagecache_memory, pageCache)
                 .setConfig(GraphDatabaseSettings.logs_directory, homeDir.resolve("logs"))
+                .setConfig(GraphDatabaseSettings.transaction_timeout, txTimeout)
+                .setConfig(GraphDatabaseSettings.lock_acquisition_timeout, lockTimeout)
+                .setConfig(GraphDatabaseSettings.transaction_monitor_check_interval, Duration.ofSeconds(1))
                 .build();
 
         CountDownLatch stopped = new CountDownLatch(1);
@@ -66,5 +80,21 @@ public final class Launcher {
                 + (auth ? "on" : "off") + ", data " + homeDir + ")");
         System.out.flush();
         stopped.await();
+    }
+
+    /** A duration given in (possibly fractional) seconds by system property {@code name}. */
+    private static Duration seconds(String name, String fallback) {
+        String text = System.getProperty(name, fallback);
+        try {
+            double value = Double.parseDouble(text);
+            if (value < 0 || Double.isNaN(value) || Double.isInfinite(value)) {
+                throw new NumberFormatException("negative or not finite");
+            }
+            return Duration.ofMillis(Math.round(value * 1000));
+        } catch (NumberFormatException e) {
+            System.err.println("graphmem-launcher: -D" + name + " must be seconds >= 0, got " + text);
+            System.exit(2);
+            throw new IllegalStateException("unreachable");
+        }
     }
 }

@@ -1,0 +1,103 @@
+"""The command line's contract, run as a user runs it (a subprocess): an error is ONE
+line on stderr naming what failed and where, exit 1; ``--debug`` keeps the traceback;
+what stored data holds is shown escaped, never written raw to the terminal."""
+
+from __future__ import annotations
+
+import datetime as dt
+import socket
+from pathlib import Path
+
+from procs import cli, env, run_cli  # noqa: E402 - test helpers beside this file
+
+from graphmem import Entity, FactIn, InputError, Period, Source
+from graphmem.cli import error_line
+
+LPA = Path(__file__).parent / "fixtures" / "companyfacts-CIK0001997711-lpa.json"
+UTC = dt.UTC
+ASOF = ("asof", "--entity", "acme", "--attribute", "revenue", "--cutoff", "2025-01-01")
+
+
+def one_line_error(done) -> str:
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("graphmem: error: "), done.stderr
+    return done.stderr
+
+
+def _nothing_listens() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"bolt://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_a_server_that_does_not_answer_is_one_line(migrated):
+    uri = _nothing_listens()
+    environ = env(migrated, GRAPHMEM_NEO4J_URI=uri, GRAPHMEM_RETRY_ATTEMPTS="2")
+    err = one_line_error(run_cli(*ASOF, environ=environ))
+    assert "as_of: gave up after 2 attempt(s)" in err and uri.removeprefix("bolt://") in err
+    debug = run_cli("--debug", *ASOF, environ=environ)
+    assert debug.returncode == 1 and "Traceback" in debug.stderr and "UnavailableError" in debug.stderr
+
+
+def test_an_empty_tenant_and_a_bad_setting_are_one_line_naming_them(migrated):
+    err = one_line_error(run_cli(*ASOF, "--tenant", "", environ=env(migrated)))
+    assert err == "graphmem: error: Scope: tenant must be a non-empty string\n"
+    err = one_line_error(run_cli(*ASOF, environ=env(migrated, GRAPHMEM_WRITE_TIMEOUT="soon")))
+    assert err.startswith("graphmem: error: GRAPHMEM_WRITE_TIMEOUT: expected a number")
+
+
+# In the load's process: the second filing's write fails with a transient fault every
+# time, after its facts are written (a server that went away in the middle of it).
+FAIL_SECOND_FILING = """
+import neo4j
+from graphmem import facts
+_real, _seen = facts.write_facts, []
+def _write(tx, scope, items, *args, **kwargs):
+    out = _real(tx, scope, items, *args, **kwargs)
+    _seen.append(items[0].sources[0]) if items[0].sources[0] not in _seen else None
+    if _seen.index(items[0].sources[0]) == 1:
+        raise neo4j.exceptions.ServiceUnavailable("injected: the server went away")
+    return out
+facts.write_facts = _write
+"""
+
+
+def test_a_load_whose_retries_run_out_is_one_line_naming_the_file_and_the_filing(migrated, mem, scope):
+    load = cli("load", "companyfacts", str(LPA), "--tenant", scope.tenant,
+               environ=env(migrated, GRAPHMEM_RETRY_ATTEMPTS="2"), inject=FAIL_SECOND_FILING)
+    out, err = load.communicate(timeout=300)
+    assert load.returncode == 1 and out == "", (out, err)
+    assert err.count("\n") == 1 and err.startswith(f"graphmem: error: load companyfacts {LPA}: record (source ")
+    assert "gave up after 2 attempt(s)" in err and "the server went away" in err
+    failed = err.split("record (source ", 1)[1].split(")", 1)[0]
+    assert mem.source(scope, failed) is None  # that filing left nothing; the one before it stays
+    assert mem.counts(scope)["sources"] == 1
+
+
+def test_stored_control_characters_are_escaped_in_human_output(migrated, mem, scope):
+    hostile = "\x1b[2J\x1b[31mred\rline\nbreak\u202eevil\x07"
+    mem.put_entity(scope, Entity(id="acme"))
+    mem.record_source(scope, Source(id=f"doc{hostile}", kind="memo", authority="primary",
+                                    available_by=dt.datetime(2024, 1, 2, tzinfo=UTC)))
+    mem.assert_fact(scope, FactIn(entity="acme", attribute="revenue", value=hostile, unit="text",
+                                  period=Period(end=dt.date(2023, 12, 31)), sources=(f"doc{hostile}",)))
+    environ = env(migrated)
+    shown = run_cli(*ASOF, "--tenant", scope.tenant, environ=environ)
+    history = run_cli("history", "--entity", "acme", "--attribute", "revenue", "--tenant",
+                      scope.tenant, environ=environ)
+    for done in (shown, history):
+        assert done.returncode == 0, done.stderr
+        assert not any(c in done.stdout for c in "\x1b\r\x07\u202e"), repr(done.stdout)
+        assert "\\x1b[2J\\x1b[31mred\\rline\\nbreak" in done.stdout  # a table may cut the rest
+    assert "\\x1b[2J\\x1b[31mred\\rline\\nbreak\\u202eevil\\x07" in shown.stdout.splitlines()[1]
+    as_json = run_cli(*ASOF, "--tenant", scope.tenant, "--json", environ=environ)
+    assert '"value": "\\u001b[2J\\u001b[31mred\\rline\\nbreak\\u202eevil\\u0007"' in as_json.stdout
+
+
+def test_an_error_line_is_one_printable_line_whatever_its_message_holds():
+    line = error_line(InputError("entity 'a\x1b[2Jb'", "two\nlines\r\x07"), where="load kpi x.csv",
+                      named="x.csv")
+    assert line == ("graphmem: error: load kpi x.csv: entity 'a\\x1b[2Jb': two lines\\r\\x07")
+    assert error_line(InputError("x.csv: row 2", "bad"), "load kpi x.csv", "x.csv") == \
+        "graphmem: error: x.csv: row 2: bad"
+    assert error_line(ValueError("boom")).startswith("graphmem: error: unexpected ValueError: boom")
