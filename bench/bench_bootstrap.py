@@ -26,13 +26,16 @@ it: see docs/notes/bootstrap.md).
 Usage::
 
     .venv/bin/python bench/bench_bootstrap.py --sizes 1000000,4000000,10000000 \\
-        --online-companies 5 --dir /tmp/bench-bootstrap [--json out.json]
+        --online-companies 5 --dir /tmp/bench-bootstrap [--json out.json] \\
+        [--ports 7717,7718,7719] [--probe-uri bolt://127.0.0.1:7707]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import itertools
 import json
 import shutil
 import socket
@@ -66,17 +69,18 @@ def child_bootstrap(spec: dict[str, Any]) -> dict[str, Any]:
     from graphmem.loaders import bootstrap as loader
     from graphmem.loaders import universe
 
-    from graphmem import Scope, offline
+    from graphmem import Memory, Scope, offline
     from graphmem import server as srv
 
     home = Path(spec["home"])
-    cfg = srv.ServerConfig(home=home, port=free_port(), heap="1g", pagecache="512m")
+    cfg = srv.ServerConfig(home=home, port=spec["port"] or free_port(), heap="1g", pagecache="512m")
     scope = Scope(tenant="bench")
     load_before = load_average()
-    with universe.discover(spec["paths"]) as found:
+    with contextlib.ExitStack() as stack, universe.discover(spec["paths"]) as found:
+        probe = stack.enter_context(Memory.connect(spec["probe_uri"])).db if spec["probe_uri"] else None
         chosen = universe.select(found)[: spec["companies"]]
         t = time.perf_counter()
-        loaded, report = offline.bootstrap(cfg, lambda build: loader.load(build, scope, chosen))
+        loaded, report = offline.bootstrap(cfg, lambda build: loader.load(build, scope, chosen), probe=probe)
         wall = time.perf_counter() - t
     srv.stop(cfg)
     rows = loaded.totals()["rows"]
@@ -91,7 +95,7 @@ def child_online(spec: dict[str, Any]) -> dict[str, Any]:
     from graphmem import Memory, Scope
     from graphmem import server as srv
 
-    cfg = srv.ServerConfig(home=Path(spec["home"]), port=free_port(), heap="1g", pagecache="512m")
+    cfg = srv.ServerConfig(home=Path(spec["home"]), port=spec["port"] or free_port(), heap="1g", pagecache="512m")
     srv.start(cfg)
     load_before = load_average()
     try:
@@ -145,6 +149,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--dir", type=Path, help="the universe (kept, reused) and server homes (required)")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--ports", default="", help="ports for the servers the cases start, in turn "
+                        "(comma-separated; default: free ports)")
+    parser.add_argument("--probe-uri", help="a running Neo4j for the bootstrap's search-text probe (nothing is "
+                        "written to it); default: a launcher on the staging folder, on a free port")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -166,7 +174,8 @@ def main() -> None:
              if (folder / "company_tickers.json").exists() else shape.write_zips(folder))
     log(f"universe: {shape.companies} companies, {shape.rows:,} rows ({time.perf_counter() - t:.0f}s to have it), "
         f"load {load_average()}")
-    spec = {"paths": [str(paths["companyfacts"]), str(paths["submissions"])]}
+    ports = itertools.cycle([int(p) for p in args.ports.split(",") if p] or [0])
+    spec = {"paths": [str(paths["companyfacts"]), str(paths["submissions"])], "probe_uri": args.probe_uri}
     results: dict[str, Any] = {"shape": {"companies": shape.companies, "filings": shape.filings,
                                          "concepts": shape.concepts, "rows_per_company": per_company},
                                "cases": {}}
@@ -175,14 +184,14 @@ def main() -> None:
         return str(args.dir / f"home-{uuid.uuid4().hex[:8]}")
 
     def online(label: str) -> None:
-        out = run_child("online", {**spec, "companies": args.online_companies, "home": home()})
+        out = run_child("online", {**spec, "companies": args.online_companies, "home": home(), "port": next(ports)})
         results["cases"][label] = out
         log(f"{label}: {out['rows']:,} rows in {out['seconds']:.1f}s ({out['rows_per_s']:,.0f} rows/s), "
             f"load {out['load_average']}")
 
     online("online-before")
     for size, count in zip(sizes, companies, strict=True):
-        out = run_child("bootstrap", {**spec, "companies": count, "home": home()})
+        out = run_child("bootstrap", {**spec, "companies": count, "home": home(), "port": next(ports)})
         results["cases"][f"bootstrap-{size}"] = out
         steps = ", ".join(f"{k} {v:.0f}s" for k, v in out["report"]["seconds"].items())
         log(f"bootstrap of {count} companies: {out['rows']:,} rows in {out['seconds']:.0f}s "
