@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import datetime as dt
 import io
 import json
@@ -277,17 +278,51 @@ def _items(values: tuple[str, ...]) -> list[str]:
     return [part for value in values for part in value.split(",") if part.strip()]
 
 
+def _universe_options(fn: Any) -> Any:
+    """The inputs and the universe selection of `load edgar` and `bootstrap edgar`."""
+    fn = click.option("--quarantine", "quarantine_file", type=click.Path(dir_okay=False, path_type=Path),
+                      help="Write every quarantined row to this file (JSON Lines).")(fn)
+    fn = click.option("--company-tickers", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                      help="The SEC's company_tickers.json, to find the CIKs of --tickers.")(fn)
+    fn = click.option("--tickers", multiple=True, metavar="TICKER[,TICKER...]",
+                      help="Load only these tickers' companies (needs --company-tickers).")(fn)
+    fn = click.option("--ciks-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                      help="Load only the CIKs in this file (one per line).")(fn)
+    fn = click.option("--cik", "ciks", multiple=True, metavar="CIK[,CIK...]", help="Load only these companies.")(fn)
+    fn = click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))(fn)
+    return fn
+
+
+@contextlib.contextmanager
+def _universe(paths: tuple[Path, ...], ciks: tuple[str, ...], ciks_file: Path | None, tickers: tuple[str, ...],
+              company_tickers: Path | None) -> Any:
+    """The companies the options select from the inputs (the inputs open while in use);
+    files that are not EDGAR JSON are listed on stderr afterwards."""
+    from .loaders import universe
+
+    wanted = universe.parse_ciks(_items(ciks), "--cik") if ciks else None
+    if ciks_file is not None:
+        lines = ciks_file.read_text(encoding="utf-8-sig").splitlines()
+        wanted = (wanted or []) + universe.parse_ciks(lines, str(ciks_file))
+    with universe.discover(paths) as found:
+        yield universe.select(found, ciks=wanted, tickers=_items(tickers) if tickers else None,
+                              tickers_file=company_tickers)
+    if found.skipped:
+        click.echo(f"skipped {len(found.skipped)} file(s) that are not EDGAR JSON: {', '.join(found.skipped[:5])}"
+                   + (" ..." if len(found.skipped) > 5 else ""), err=True)
+
+
+def _universe_done(command: str, report: Any) -> None:
+    """Exit 1 (InputError) when a company failed or was asked for and not found."""
+    bad = [c for c in report.companies if c.status in ("failed", "missing")]
+    if bad:
+        raise InputError(command, f"{len(bad)} of {len(report.companies)} companies not loaded: "
+                         + ", ".join(f"CIK {c.cik} ({c.status})" for c in bad[:10])
+                         + (" ..." if len(bad) > 10 else ""))
+
+
 @load.command("edgar")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@click.option("--cik", "ciks", multiple=True, metavar="CIK[,CIK...]", help="Load only these companies.")
-@click.option("--ciks-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Load only the CIKs in this file (one per line).")
-@click.option("--tickers", multiple=True, metavar="TICKER[,TICKER...]",
-              help="Load only these tickers' companies (needs --company-tickers).")
-@click.option("--company-tickers", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="The SEC's company_tickers.json, to find the CIKs of --tickers.")
-@click.option("--quarantine", "quarantine_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write every quarantined row to this file (JSON Lines).")
+@_universe_options
 @click.option("--no-resume", is_flag=True,
               help="Write every filing again (the write path's idempotency keeps the graph as it is).")
 @_scoped
@@ -299,27 +334,15 @@ def load_edgar(paths: tuple[Path, ...], ciks: tuple[str, ...], ciks_file: Path |
     submissions.zip (read without unpacking), folders of CIK##########.json files, or
     single files. Resumable: a re-run skips what is recorded. Exit 1 when a company
     failed or was asked for and not found (the report lists them)."""
-    from .loaders import edgar, universe
+    from .loaders import edgar
 
-    wanted = universe.parse_ciks(_items(ciks), "--cik") if ciks else None
-    if ciks_file is not None:
-        lines = ciks_file.read_text(encoding="utf-8-sig").splitlines()
-        wanted = (wanted or []) + universe.parse_ciks(lines, str(ciks_file))
     scope = _scope(tenant, scope_keys)
-    with universe.discover(paths) as found, _connect() as mem, _quarantine(quarantine_file) as sink:
-        chosen = universe.select(found, ciks=wanted, tickers=_items(tickers) if tickers else None,
-                                 tickers_file=company_tickers)
+    with _universe(paths, ciks, ciks_file, tickers, company_tickers) as chosen, _connect() as mem, \
+            _quarantine(quarantine_file) as sink:
         mem.migrate()
         report = edgar.load(mem, scope, chosen, resume=not no_resume, quarantine=sink)
     click.echo(edgar.report_json(report) if as_json else render.universe_report(report))
-    if found.skipped:
-        click.echo(f"skipped {len(found.skipped)} file(s) that are not EDGAR JSON: {', '.join(found.skipped[:5])}"
-                   + (" ..." if len(found.skipped) > 5 else ""), err=True)
-    bad = [c for c in report.companies if c.status in ("failed", "missing")]
-    if bad:
-        raise InputError("load edgar", f"{len(bad)} of {len(report.companies)} companies not loaded: "
-                         + ", ".join(f"CIK {c.cik} ({c.status})" for c in bad[:10])
-                         + (" ..." if len(bad) > 10 else ""))
+    _universe_done("load edgar", report)
 
 
 @load.command("kpi")
@@ -335,6 +358,116 @@ def load_kpi(file: Path, tenant: str, scope_keys: tuple[str, ...], as_json: bool
         mem.migrate()
         report = kpi.load(mem, _scope(tenant, scope_keys), file)
     _dump(report.model_dump()) if as_json else click.echo(render.load_report(report))
+
+
+# ---------------------------------------------------------------- bootstrap
+
+
+@main.group()
+def bootstrap() -> None:
+    """Build a NEW database offline with Neo4j's importer (a first load, many times
+    faster than `load`), then serve it from the local launcher."""
+
+
+def _bootstrap_options(fn: Any) -> Any:
+    fn = _server_options(fn)
+    fn = click.option("--replace", is_flag=True,
+                      help="Replace a database that holds data (refused otherwise).")(fn)
+    fn = click.option("--password", envvar="GRAPHMEM_NEO4J_PASSWORD", default=None,
+                      help="The server's password (auth off without one), as for `server start`.")(fn)
+    fn = click.option("--heap", default="1g", show_default=True, help="JVM heap of the server.")(fn)
+    fn = click.option("--pagecache", default="512m", show_default=True, help="Neo4j page cache.")(fn)
+    fn = click.option("--keep-work", is_flag=True, help="Keep the staging folder (CSV files, logs).")(fn)
+    fn = click.option("--csv", type=click.Path(file_okay=False, path_type=Path), default=None,
+                      help="Only write the importer's input to this folder (for neo4j-admin elsewhere: "
+                           "Docker, a cluster); nothing else is touched.")(fn)
+    fn = click.option("--csv-root", default=None, metavar="PATH",
+                      help="With --csv: where that neo4j-admin sees the folder (e.g. /import in a container).")(fn)
+    return fn
+
+
+@bootstrap.command("companyfacts")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--submissions", type=click.Path(exists=True, dir_okay=False, path_type=Path), multiple=True,
+              help="The company's submissions JSON (acceptance times); repeat it for its paged files.")
+@click.option("--quarantine", "quarantine_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write every quarantined row to this file (JSON Lines).")
+@_bootstrap_options
+@_scoped
+@_json_opt
+def bootstrap_companyfacts(file: Path, submissions: tuple[Path, ...], quarantine_file: Path | None, tenant: str,
+                           scope_keys: tuple[str, ...], **options: Any) -> None:
+    """One SEC companyfacts file into a new database (what `load companyfacts` would write)."""
+    from .loaders import bootstrap as loader
+
+    scope = _scope(tenant, scope_keys)
+    with _quarantine(quarantine_file) as sink:
+        _bootstrap(lambda build: loader.load_files(build, scope, file, list(submissions), quarantine=sink),
+                   **options)
+
+
+@bootstrap.command("edgar")
+@_universe_options
+@_bootstrap_options
+@_scoped
+@_json_opt
+def bootstrap_edgar(paths: tuple[Path, ...], ciks: tuple[str, ...], ciks_file: Path | None, tickers: tuple[str, ...],
+                    company_tickers: Path | None, quarantine_file: Path | None, tenant: str,
+                    scope_keys: tuple[str, ...], **options: Any) -> None:
+    """A universe of SEC companies into a new database (what `load edgar` would write,
+    same inputs and selection). Exit 1 when a company failed or was asked for and not
+    found; the others are bootstrapped all the same."""
+    from .loaders import bootstrap as loader
+
+    scope = _scope(tenant, scope_keys)
+    with _universe(paths, ciks, ciks_file, tickers, company_tickers) as chosen, \
+            _quarantine(quarantine_file) as sink:
+        universe = _bootstrap(lambda build: loader.load(build, scope, chosen, quarantine=sink), **options)
+    _universe_done("bootstrap edgar", universe)
+
+
+def _bootstrap(load: Any, home: Path | None, port: int, replace: bool, password: str | None, heap: str,
+               pagecache: str, keep_work: bool, csv: Path | None, csv_root: str | None, as_json: bool) -> Any:
+    """Bootstrap the launcher's database, or with ``--csv`` write the importer's input
+    only; print what the load and the bootstrap did; return the load's report."""
+    from . import offline
+    from .loaders import edgar
+
+    if csv is not None:
+        probe = Memory.from_env() if os.environ.get("GRAPHMEM_NEO4J_URI") else None
+        try:
+            loaded, totals, files = offline.export(csv, load, root=csv_root, probe=probe.db if probe else None)
+        finally:
+            if probe is not None:
+                probe.close()
+        summary: dict[str, Any] = {"totals": dataclasses.asdict(totals), "files": files.rows,
+                                   "import_args": str(files.folder / "import.args")}
+        done = (f"wrote the importer's input to {files.folder} ({sum(files.rows.values())} rows); import it with "
+                f"`neo4j-admin database import full neo4j --overwrite-destination=true "
+                f"@{csv_root or files.folder}/import.args`, start the database, then run `graphmem bootstrap finish`")
+    else:
+        cfg = _config(home, port, heap=heap, pagecache=pagecache, password=password)
+        loaded, report = offline.bootstrap(cfg, load, replace=replace, keep=keep_work)
+        summary, done = dataclasses.asdict(report), render.bootstrap_report(report)
+    universe = isinstance(loaded, edgar.UniverseReport)
+    if as_json:
+        _dump({"load": json.loads(edgar.report_json(loaded)) if universe else loaded.model_dump(),
+               "bootstrap": summary})
+    else:
+        click.echo(render.universe_report(loaded) if universe else render.load_report(loaded))
+        click.echo(done)
+    return loaded
+
+
+@bootstrap.command("finish")
+def bootstrap_finish() -> None:
+    """After an import made with --csv: complete the database at $GRAPHMEM_NEO4J_URI
+    (empty alias lists, then the schema migrations with every index populated)."""
+    from . import offline
+
+    with _connect() as mem:
+        version = offline.finish(mem)
+    click.echo(f"finished: graphmem schema version {version}")
 
 
 # ---------------------------------------------------------------- reads

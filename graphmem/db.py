@@ -254,13 +254,13 @@ class Database:
         raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
 
     def _transaction(self, mode: str, work: Callable[[Tx], T], label: str, idempotent: bool,
-                     timeout: float) -> T:
+                     timeout: float, commit: bool = True) -> T:
         def body() -> T:
             with self._session(mode) as session:
                 tx = session.begin_transaction(timeout=timeout, metadata={"graphmem": label})
                 try:
                     result = work(Tx(tx, self.queries))
-                    tx.commit()
+                    tx.commit() if commit else tx.rollback()
                 except BaseException:
                     if not tx.closed():
                         tx.rollback()
@@ -299,6 +299,11 @@ class Database:
         raises CommitUnknownError.
         """
         return self._transaction(neo4j.WRITE_ACCESS, work, label, idempotent, self.timeouts.write)
+
+    def rolled_back(self, work: Callable[[Tx], T], label: str = "probe") -> T:
+        """Run ``work`` in a write transaction that is always rolled back: to see what
+        statements would write, writing nothing (graphmem.probe)."""
+        return self._transaction(neo4j.WRITE_ACCESS, work, label, True, self.timeouts.write, commit=False)
 
     def read_one(self, name: str, /, **params: Any) -> dict[str, Any] | None:
         """Shorthand: one named read statement, its single record or None."""

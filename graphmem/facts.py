@@ -126,7 +126,12 @@ class Assertion:
 
     @property
     def version_id(self) -> str:
+        """The id of the version this assertion creates, when it creates one."""
         return "fv_" + self.idem
+
+    @property
+    def value_hash(self) -> str:
+        return digest(self.value_type, self.value)
 
 
 @dataclass
@@ -172,17 +177,15 @@ def put_entity(tx: Tx, scope: Scope, entity: Entity, recorded_at: Any) -> None:
     before = indexing.entity_before(tx, scope, uid)  # search text names the entity
     if before is not None and before["erased"]:
         raise InputError(f"entity {entity.id!r}", "was erased; an erased entity is not brought back")
-    tx.run(
-        "entity.put",
-        uid=uid,
-        id=entity.id,
-        name=entity.name,
-        kind=entity.kind,
-        aliases=list(entity.aliases),
-        recorded_at=recorded_at,
-        **scope_params(scope),
-    )
+    tx.run("entity.put", **entity_params(scope, entity), recorded_at=recorded_at)
     indexing.reindex_entity(tx, scope, uid, before, entity)
+
+
+def entity_params(scope: Scope, entity: Entity) -> dict[str, Any]:
+    """An entity as ``entity.put`` stores it (but its recorded_at); the offline build
+    (graphmem.bulk) writes the same fields."""
+    return {"uid": entity_uid(scope, entity.id), "id": entity.id, "name": entity.name, "kind": entity.kind,
+            "aliases": list(entity.aliases), **scope_params(scope)}
 
 
 def to_source_record(row: dict[str, Any]) -> SourceRecord:
@@ -221,22 +224,18 @@ def record_source(tx: Tx, scope: Scope, source: Source, recorded_at: Any) -> boo
             )
         return False
     echo.check_source(tx, scope, source)  # injected memory is never new evidence
-    tx.run(
-        "source.create",
-        uid=uid,
-        id=source.id,
-        kind=source.kind,
-        authority=source.authority.value,
-        rank=source.authority.rank,
-        publisher=source.publisher_id,
-        uri=source.uri,
-        title=source.title,
-        meta=json.dumps(source.meta, sort_keys=True),
-        available_by=source.available_by,
-        recorded_at=recorded_at,
-        **scope_params(scope),
-    )
+    tx.run("source.create", **source_params(scope, source), recorded_at=recorded_at)
     return True
+
+
+def source_params(scope: Scope, source: Source) -> dict[str, Any]:
+    """A source as ``source.create`` stores it (but its recorded_at); the offline build
+    (graphmem.bulk) writes the same fields."""
+    return {"uid": source_uid(scope, source.id), "id": source.id, "kind": source.kind,
+            "authority": source.authority.value, "rank": source.authority.rank,
+            "publisher": source.publisher_id, "uri": source.uri, "title": source.title,
+            "meta": json.dumps(source.meta, sort_keys=True), "available_by": source.available_by,
+            **scope_params(scope)}
 
 
 class SourceState(NamedTuple):
@@ -356,6 +355,18 @@ def _check_revisions(known: Prepared, assertions: list[Assertion], expected_revi
             raise ConcurrentWriteError(uid, expected_revision, stored)
 
 
+def evidence_row(a: Assertion, version_id: str, times: Times) -> dict[str, Any]:
+    """A ``fact.add_evidence`` row: ``a`` is more evidence for ``version_id``."""
+    return {"source_uid": a.source_uid, "idem": a.idem, "available_by": times.ref(a.available_by),
+            "version_id": version_id}
+
+
+def version_row(a: Assertion, times: Times) -> dict[str, Any]:
+    """A ``fact.create_versions`` row: ``a`` makes a new version (and its first evidence)."""
+    return {**evidence_row(a, a.version_id, times), "key": a.key.params(times), "value": a.value,
+            "value_type": a.value_type, "value_num": a.value_num, "value_hash": a.value_hash}
+
+
 def write_facts(
     tx: Tx,
     scope: Scope,
@@ -383,13 +394,10 @@ def write_facts(
             if action == "unchanged":
                 result.unchanged += 1
                 continue
-            item = {"source_uid": a.source_uid, "idem": a.idem, "available_by": times.ref(a.available_by),
-                    "version_id": target}
             if action == "evidence":
-                evidence.append(item)
+                evidence.append(evidence_row(a, target, times))
             else:
-                creates.append({**item, "key": a.key.params(times), "value": a.value, "value_type": a.value_type,
-                                "value_num": a.value_num, "value_hash": digest(a.value_type, a.value)})
+                creates.append(version_row(a, times))
         if creates:
             tx.run("fact.create_versions", rows=creates, times=times.values, recorded_at=recorded_at,
                    scope_token=indexing.scope_token(scope), **params)

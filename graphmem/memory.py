@@ -78,6 +78,11 @@ def _items(name: str, items: Iterable[Any], kind: type) -> Iterator[Any]:
         yield _instance(f"{name}[{n}]", item, kind)
 
 
+def entity_argument(entity: Any) -> Entity:
+    """``put_entity``'s entity, checked to be one (by ``Memory`` and an offline build)."""
+    return _instance("entity", entity, Entity)
+
+
 def _revision(value: Any) -> int | None:
     return limits.check_int("expected_revision", value, 0, 2**62, optional=True)
 
@@ -258,7 +263,7 @@ class Memory:
     def put_entity(self, scope: Scope, entity: Entity) -> None:
         """Create or update an entity (its descriptive fields are not versioned)."""
         scope = self.scope(scope)
-        _instance("entity", entity, Entity)
+        entity_argument(entity)
         self.write(scope, "put_entity", lambda tx, at: facts.put_entity(tx, scope, entity, at))
 
     def record_source(self, scope: Scope, source: Source) -> bool:

@@ -80,6 +80,16 @@ def versions(items: Sequence[FactVersion]) -> str:
                   "records", "version"), rows)
 
 
+def bootstrap_report(report: Any) -> str:
+    """A graphmem.offline.BootstrapReport in three lines."""
+    seconds = ", ".join(f"{k} {v:.1f} s" for k, v in report.seconds.items())
+    memory = ", ".join(f"{k} {v:.0f} MB" for k, v in report.peak_rss_mb.items())
+    files = ", ".join(f"{name.removesuffix('.csv')} {rows}" for name, rows in report.files.items())
+    return (f"bootstrapped {report.home} ({'replaced' if report.replaced else 'new'}), serving {report.uri}: "
+            f"{report.totals.keys} keys, {report.totals.created} versions, {report.totals.evidence_added} "
+            f"evidence added\n  rows imported: {files}\n  {seconds}; peak memory (JVM): {memory}")
+
+
 def load_report(report: Any) -> str:
     data = report.model_dump()
     rules = ", ".join(f"{k}={n}" for k, n in data.pop("rules", {}).items())

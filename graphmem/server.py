@@ -120,6 +120,15 @@ def build(source: Path | None = None) -> Path:
     return jar
 
 
+def java_path() -> str:
+    """The java to run Neo4j with: ``$JAVA_HOME/bin/java``, else the one on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    java = shutil.which("java", path=str(Path(home) / "bin")) if home else shutil.which("java")
+    if java is None:
+        raise ServerError("no java found (JAVA_HOME or PATH); Neo4j 5.26 needs Java 17 or 21")
+    return java
+
+
 def _read_pid(cfg: ServerConfig) -> int | None:
     try:
         return int(json.loads(cfg.pid_file.read_text())["pid"])
@@ -205,11 +214,7 @@ def start(cfg: ServerConfig, timeout: float = 180.0) -> ServerStatus:
             "or choose another port (--port), or point GRAPHMEM_NEO4J_URI at it"
         )
     jar = build()
-    java = shutil.which("java", path=str(Path(os.environ["JAVA_HOME"]) / "bin")) if os.environ.get(
-        "JAVA_HOME"
-    ) else shutil.which("java")
-    if java is None:
-        raise ServerError("no java found (JAVA_HOME or PATH); Neo4j 5.26 needs Java 17 or 21")
+    java = java_path()
     cfg.home.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     env.pop("GRAPHMEM_NEO4J_PASSWORD", None)

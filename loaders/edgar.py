@@ -43,14 +43,14 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from graphmem.errors import InputError
-from graphmem.facts import source_uid
+from graphmem.facts import scope_params, source_uid
 from graphmem.memory import Memory
-from graphmem.models import Scope
+from graphmem.models import Entity, FactIn, Scope, Source, WriteReport
 from graphmem.values import digest
 
 from . import sec
@@ -59,7 +59,7 @@ from .quarantine import Sink
 from .spool import clean_stale
 from .universe import Company, Document
 
-__all__ = ["CompanyReport", "UniverseReport", "load", "load_company", "load_files"]
+__all__ = ["CompanyReport", "Online", "Store", "UniverseReport", "load", "load_company", "load_files"]
 
 
 class CompanyReport(LoadReport):
@@ -98,6 +98,66 @@ def _mark_uid(scope: Scope, kind: str, ident: str) -> str:
     return digest(scope.id, "load-mark", kind, ident)
 
 
+class Store(Protocol):
+    """What a universe load writes through: a Memory (:class:`Online`), or an offline
+    build of a new database (graphmem.loaders.bootstrap), which writes the same graph."""
+
+    def scope(self, scope: Any) -> Scope: ...
+
+    def marks(self, scope: Scope, uids: list[str]) -> list[dict[str, Any]]:
+        """The ``load.marks`` rows of these mark uids."""
+
+    def publishers(self, scope: Scope, uids: list[str]) -> dict[str, str]:
+        """The publisher of each of these sources that is recorded, by source uid."""
+
+    def put_entity(self, scope: Scope, entity: Entity) -> None: ...
+
+    def write_filing(self, scope: Scope, source: Source, items: list[FactIn], where: str,
+                     mark: dict[str, Any]) -> WriteReport:
+        """A filing, its facts and its load mark, in one transaction."""
+
+    def settle(self, report: CompanyReport) -> CompanyReport:
+        """The company's report once every filing is written (before its mark records it)."""
+
+    def mark(self, scope: Scope, mark: dict[str, Any]) -> None:
+        """A company's load mark, in a transaction of its own."""
+
+
+class Online:
+    """A universe load into a Memory: one write transaction per filing (the default)."""
+
+    def __init__(self, mem: Memory):
+        self.mem = mem
+
+    def scope(self, scope: Any) -> Scope:
+        return self.mem.scope(scope)
+
+    def marks(self, scope: Scope, uids: list[str]) -> list[dict[str, Any]]:
+        return self.mem.db.read_all("load.marks", uids=uids, tenant=scope.tenant, scope=scope.id)
+
+    def publishers(self, scope: Scope, uids: list[str]) -> dict[str, str]:
+        rows = self.mem.db.read_all("source.get_many", uids=uids, tenant=scope.tenant, scope=scope.id)
+        return {r["uid"]: r["publisher"] for r in rows}
+
+    def put_entity(self, scope: Scope, entity: Entity) -> None:
+        self.mem.put_entity(scope, entity)
+
+    def write_filing(self, scope: Scope, source: Source, items: list[FactIn], where: str,
+                     mark: dict[str, Any]) -> WriteReport:
+        return write_filing(self.mem, scope, source, items, where, mark)
+
+    def settle(self, report: CompanyReport) -> CompanyReport:
+        return report  # each filing's counts came back with its write
+
+    def mark(self, scope: Scope, mark: dict[str, Any]) -> None:
+        self.mem.write(scope, "load_mark", lambda tx, at: tx.run(
+            "load.mark", recorded_at=at, **mark, **scope_params(scope)))
+
+
+def _store(mem: Memory | Store) -> Store:
+    return Online(mem) if isinstance(mem, Memory) else mem
+
+
 def _company_digest(company: Company, options: dict[str, Any]) -> str:
     """What a company's files and the load's options are, as one hash (see the module
     docstring): the company mark that says it was loaded from exactly these."""
@@ -111,24 +171,23 @@ def _filing_mark(entity: str, accession: str) -> str:
     return f"{entity}/{accession}"
 
 
-def _marks(mem: Memory, scope: Scope, cik: int, accessions: Sequence[str]) -> dict[tuple[str, str], dict[str, Any]]:
+def _marks(store: Store, scope: Scope, cik: int, accessions: Sequence[str]) -> dict[tuple[str, str], dict[str, Any]]:
     """The company mark and the filing marks of these accessions, by (kind, id)."""
     entity = sec.entity_id(cik)
     uids = [_mark_uid(scope, "company", entity)]
     uids += [_mark_uid(scope, "filing", _filing_mark(entity, a)) for a in accessions]
-    rows = mem.db.read_all("load.marks", uids=uids, tenant=scope.tenant, scope=scope.id)
-    return {(row["kind"], row["id"]): row for row in rows}
+    return {(row["kind"], row["id"]): row for row in store.marks(scope, uids)}
 
 
-def _shared(mem: Memory, scope: Scope, facts: sec.CompanyFacts) -> frozenset[str]:
+def _shared(store: Store, scope: Scope, facts: sec.CompanyFacts) -> frozenset[str]:
     """The accessions of this company that another company's load recorded as its own
     source already: combined filings of several registrants (see ``sec.source_id``)."""
     uids = {source_uid(scope, a): a for a in facts.accessions}
-    rows = mem.db.read_all("source.get_many", uids=list(uids), tenant=scope.tenant, scope=scope.id)
-    return frozenset(uids[r["uid"]] for r in rows if r["publisher"] != facts.entity.id)
+    return frozenset(uids[uid] for uid, publisher in store.publishers(scope, list(uids)).items()
+                     if publisher != facts.entity.id)
 
 
-def load_company(mem: Memory, scope: Scope, company: Company, *, ny_clock: bool | None = None,
+def load_company(mem: Memory | Store, scope: Scope, company: Company, *, ny_clock: bool | None = None,
                  reround: bool = True, resume: bool = True, quarantine: Sink | None = None,
                  advance: Any = None, fail: bool = False) -> CompanyReport:
     """Load one company's files (see the module docstring); returns its report.
@@ -138,7 +197,8 @@ def load_company(mem: Memory, scope: Scope, company: Company, *, ny_clock: bool 
     ``failed``, or is raised with ``fail``.
     """
     started = time.monotonic()
-    scope = mem.scope(scope)
+    store = _store(mem)
+    scope = store.scope(scope)
     file = company.facts.name if company.facts else ""
     if company.facts is None:
         return CompanyReport(file=file, cik=company.cik, status="missing",
@@ -146,14 +206,14 @@ def load_company(mem: Memory, scope: Scope, company: Company, *, ny_clock: bool 
     options = {"ny_clock": ny_clock, "reround": reround}
     fingerprint = _company_digest(company, options)
     if resume and company.cik:
-        stored = _marks(mem, scope, company.cik, []).get(("company", sec.entity_id(company.cik)))
+        stored = _marks(store, scope, company.cik, []).get(("company", sec.entity_id(company.cik)))
         if stored is not None and stored["digest"] == fingerprint and stored["report"]:
             report = CompanyReport.model_validate_json(stored["report"])
             return report.model_copy(update={"status": "recorded", "seconds": round(time.monotonic() - started, 3)})
     report = CompanyReport(file=file, cik=company.cik)
     try:
         with sec.reading(company, ny_clock=ny_clock, reround=reround, sink=quarantine) as facts:
-            report = _write(mem, scope, facts, report, resume, fingerprint, advance)
+            report = _write(store, scope, facts, report, resume, fingerprint, advance)
     except InputError as exc:
         if fail:
             raise
@@ -162,7 +222,7 @@ def load_company(mem: Memory, scope: Scope, company: Company, *, ny_clock: bool 
     return report
 
 
-def _write(mem: Memory, scope: Scope, facts: sec.CompanyFacts, report: CompanyReport, resume: bool,
+def _write(store: Store, scope: Scope, facts: sec.CompanyFacts, report: CompanyReport, resume: bool,
            fingerprint: str, advance: Any) -> CompanyReport:
     """Write a company that has been read: its entity, each filing not yet recorded, its
     company mark."""
@@ -170,11 +230,11 @@ def _write(mem: Memory, scope: Scope, facts: sec.CompanyFacts, report: CompanyRe
         "cik": facts.cik, "name": facts.entity.name, "rows": facts.rows, "case_variants": facts.case_variants,
         "missing_pages": list(facts.acceptances.missing_pages)})
     report.add_quarantined(facts.quarantined)
-    marks = _marks(mem, scope, facts.cik, facts.accessions) if resume else {}
+    marks = _marks(store, scope, facts.cik, facts.accessions) if resume else {}
     recorded = {ident.rpartition("/")[2]: m["digest"] for (kind, ident), m in marks.items() if kind == "filing"}
-    mem.put_entity(scope, facts.entity)
+    store.put_entity(scope, facts.entity)
     report.entities = 1
-    for batch in facts.batches(recorded, _shared(mem, scope, facts)):
+    for batch in facts.batches(recorded, _shared(store, scope, facts)):
         report.sources += 1
         report.add_rule(batch.source.meta["available_by_rule"])
         report.rerounded += batch.rerounded
@@ -186,7 +246,7 @@ def _write(mem: Memory, scope: Scope, facts: sec.CompanyFacts, report: CompanyRe
             ident = _filing_mark(facts.entity.id, batch.source.meta["accession"])
             mark = {"uid": _mark_uid(scope, "filing", ident), "kind": "filing", "id": ident,
                     "digest": batch.digest, "report": None}
-            result = write_filing(mem, scope, batch.source, batch.items, where, mark)
+            result = store.write_filing(scope, batch.source, batch.items, where, mark)
             report.sources_recorded += result.sources_recorded
             report.assertions += len(batch.items) - batch.duplicates
             report.duplicates += batch.duplicates
@@ -196,14 +256,13 @@ def _write(mem: Memory, scope: Scope, facts: sec.CompanyFacts, report: CompanyRe
         if advance is not None:
             advance(filings=1, rows=batch.rows)
     report.name = facts.entity.name
-    mark_report = report.model_dump_json()
-    mem.write(scope, "load_mark", lambda tx, at: tx.run(
-        "load.mark", uid=_mark_uid(scope, "company", facts.entity.id), kind="company", id=facts.entity.id,
-        digest=fingerprint, report=mark_report, recorded_at=at, tenant=scope.tenant, scope=scope.id))
+    report = store.settle(report)
+    store.mark(scope, {"uid": _mark_uid(scope, "company", facts.entity.id), "kind": "company",
+                       "id": facts.entity.id, "digest": fingerprint, "report": report.model_dump_json()})
     return report
 
 
-def load(mem: Memory, scope: Scope, companies: Iterable[Company], *, ny_clock: bool | None = None,
+def load(mem: Memory | Store, scope: Scope, companies: Iterable[Company], *, ny_clock: bool | None = None,
          reround: bool = True, resume: bool = True, quarantine: Sink | None = None,
          show_progress: bool | None = None, total: int | None = None) -> UniverseReport:
     """Load every company (one after the other); see the module docstring.
@@ -213,7 +272,8 @@ def load(mem: Memory, scope: Scope, companies: Iterable[Company], *, ny_clock: b
     ETA) shows on a terminal only (``show_progress`` forces it on or off).
     """
     started = time.monotonic()
-    scope = mem.scope(scope)
+    store = _store(mem)
+    scope = store.scope(scope)
     clean_stale()
     companies = list(companies) if total is None else companies
     count = total if total is not None else len(companies)  # type: ignore[arg-type]
@@ -221,14 +281,14 @@ def load(mem: Memory, scope: Scope, companies: Iterable[Company], *, ny_clock: b
     with universe_progress(count, show_progress) as bar:
         for company in companies:
             bar.company(f"CIK {company.cik}")
-            out.companies.append(load_company(mem, scope, company, ny_clock=ny_clock, reround=reround,
+            out.companies.append(load_company(store, scope, company, ny_clock=ny_clock, reround=reround,
                                               resume=resume, quarantine=quarantine, advance=bar.advance))
             bar.done()
     out.seconds = round(time.monotonic() - started, 3)
     return out
 
 
-def load_files(mem: Memory, scope: Scope, companyfacts: str | Path | Document,
+def load_files(mem: Memory | Store, scope: Scope, companyfacts: str | Path | Document,
                submissions: Sequence[str | Path | Document] = (), *, ny_clock: bool | None = None,
                reround: bool = True, resume: bool = True, show_progress: bool | None = None,
                quarantine: Sink | None = None) -> CompanyReport:

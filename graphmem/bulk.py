@@ -1,0 +1,470 @@
+"""The write path, offline: the graph the online write path would write, decided without
+a database and written as the input of Neo4j's offline importer.
+
+A :class:`Build` takes the calls a loader makes on a :class:`~graphmem.Memory` -
+``put_entity(scope, entity)`` and ``record(scope, sources=, items=)`` - in the same
+order. Each call is one transaction, with its own ``recorded_at``, checked by the same
+functions as online (``facts._assertions``: entities and sources recorded, the
+available_by rule, value encoding, idempotency keys), so a call the online path
+refuses is refused here with the same error, and nothing of it is kept.
+
+Deciding evidence or a new version is the read rule's work online (``fact.read``, at
+the assertion's own available_by). A build decides it per fact key, from the key's
+assertions in the order they were made, read back from an on-disk spool sorted by key
+(SQLite), so memory holds one key at a time whatever the size of the build. For the
+keys a build takes, the read rule reduces to this (DESIGN.md section 3):
+
+* a key's assertions all come from one publisher at one authority, in non-decreasing
+  available_by, and nothing is invalidated, retracted, resolved or erased - so every
+  stored version is live and kept, and a version survives the supersede step exactly
+  when its latest evidence is the key's latest evidence (no other version has evidence
+  from that publisher later than it);
+* an assertion whose idempotency key the key already holds changes nothing; one whose
+  value a surviving version has adds evidence to it; any other makes a new version
+  (a value returning to an older one included).
+
+Keys outside that (a second publisher or authority, an earlier available_by after a
+later one) are refused: a build is for initial loads of filings, where each company's
+filings come in order of publication. The property test (tests/test_bootstrap.py)
+holds this against the online path on random histories.
+
+What a build cannot decide per call it decides at :meth:`Build.flush`: a loader flushes
+after each company. Facts about an entity that was flushed are refused (its keys are
+written), as is renaming an entity that has facts (the online path would re-index
+their text). ``recorded_at`` is the build's start plus one microsecond per
+transaction, in call order: the online order, on the build's own clock.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import groupby
+from pathlib import Path
+from typing import Any, Protocol
+
+from . import facts, indexing
+from .errors import InputError
+from .importcsv import ABOUT, CLOCK, ENTITY, EVIDENCED_BY, FACT, FACT_KEY, LOAD_MARK, SOURCE, VERSION_OF, Layout
+from .memory import entity_argument, record_args
+from .models import Authority, Entity, FactIn, Scope, Source, WriteReport, check_scope
+from .probe import Templates
+from .values import digest
+
+
+class Sink(Protocol):
+    """Where a build's nodes and relationships go (graphmem.importcsv.GraphCsv)."""
+
+    def add(self, layout: Layout, row: Sequence[Any]) -> None: ...
+
+
+_SCHEMA = """
+CREATE TABLE entities (uid TEXT PRIMARY KEY, scope TEXT NOT NULL, id TEXT NOT NULL, name TEXT, kind TEXT,
+                       aliases TEXT NOT NULL, recorded_at TEXT NOT NULL, facts INTEGER NOT NULL DEFAULT 0,
+                       flushed INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+CREATE TABLE sources (uid TEXT PRIMARY KEY, scope TEXT NOT NULL, id TEXT NOT NULL, kind TEXT NOT NULL,
+                      authority TEXT NOT NULL, publisher TEXT NOT NULL, uri TEXT, title TEXT, meta TEXT NOT NULL,
+                      available_by TEXT NOT NULL, recorded_at TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE marks (uid TEXT PRIMARY KEY, scope TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL, digest TEXT,
+                    report TEXT, recorded_at TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE pending (seq INTEGER PRIMARY KEY, key_uid TEXT NOT NULL, scope TEXT NOT NULL,
+                      entity_uid TEXT NOT NULL, entity TEXT NOT NULL, attribute TEXT NOT NULL, unit TEXT NOT NULL,
+                      definition TEXT NOT NULL, period TEXT NOT NULL, period_start TEXT, period_end TEXT NOT NULL,
+                      source_uid TEXT NOT NULL, idem TEXT NOT NULL, value_type TEXT NOT NULL, value TEXT NOT NULL,
+                      value_num REAL, available_by TEXT NOT NULL, recorded_at TEXT NOT NULL);
+"""
+_PENDING = "INSERT INTO pending VALUES (NULL" + ", ?" * 17 + ")"
+_BATCH = 500  # uids per lookup (SQLite allows 999 parameters at the least)
+
+
+@dataclass
+class Totals:
+    """What a build wrote so far, by outcome (as a WriteReport counts an online write)."""
+
+    created: int = 0
+    evidence_added: int = 0
+    unchanged: int = 0
+    keys: int = 0
+
+    def add(self, other: Totals) -> None:
+        self.created += other.created
+        self.evidence_added += other.evidence_added
+        self.unchanged += other.unchanged
+        self.keys += other.keys
+
+
+@dataclass
+class _Version:
+    version_id: str
+    value_type: str
+    value: str
+    revision: int
+    first: tuple[Any, ...]  # the pending row that made it
+    latest: str  # its latest evidence's available_by (ISO, UTC: orders as the times do)
+    evidence: list[tuple[Any, ...]] = field(default_factory=list)
+
+
+class Build:
+    """An offline build of one new database; see the module docstring.
+
+    ``sink`` receives the rows (``GraphCsv`` for the importer), ``templates`` renders
+    search text (graphmem.probe), ``folder`` holds the spool. ``now`` fixes the clock's
+    start (tests); by default it is the moment the build starts.
+    """
+
+    def __init__(self, folder: Path, sink: Sink, templates: Templates, now: dt.datetime | None = None):
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(folder / "build.sqlite3")
+        self._db.executescript("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;" + _SCHEMA)
+        self._sink = sink
+        self._templates = templates
+        self._start = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).replace(tzinfo=dt.UTC)
+        self._ticks = 0
+        self._clocks: dict[str, str] = {}  # tenant -> its last recorded_at
+        self._scopes: dict[str, Scope] = {}  # by scope id: a build names few
+        self.totals = Totals()
+
+    # ------------------------------------------------------------ the calls
+
+    def scope(self, scope: Any) -> Scope:
+        """A Scope, checked as ``Memory.scope`` checks it (a build requires no keys)."""
+        return check_scope(scope, ())
+
+    def _next(self) -> dt.datetime:
+        return self._start + dt.timedelta(microseconds=self._ticks + 1)
+
+    def _commit(self, scope: Scope, at: dt.datetime) -> None:
+        """The transaction went through: the clock moves on, as ``admin.tick`` had."""
+        self._ticks += 1
+        self._clocks[scope.tenant] = at.isoformat()
+        self._scopes.setdefault(scope.id, scope)
+
+    def put_entity(self, scope: Scope, entity: Entity) -> None:
+        """As ``Memory.put_entity``: create the entity, or update its names."""
+        scope = self.scope(scope)
+        entity = entity_argument(entity)
+        at = self._next()
+        uid = facts.entity_uid(scope, entity.id)
+        row = self._db.execute("SELECT name, kind, aliases, facts FROM entities WHERE uid = ?", (uid,)).fetchone()
+        names = (entity.name, entity.kind, json.dumps(list(entity.aliases)))
+        if row is None:
+            self._db.execute("INSERT INTO entities (uid, scope, id, name, kind, aliases, recorded_at) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?)", (uid, scope.id, entity.id, *names, at.isoformat()))
+        elif tuple(row[:3]) != names:
+            if row[3]:
+                raise InputError(f"entity {entity.id!r}", "renamed after facts about it were recorded; an offline "
+                                 "build takes each entity's names before its facts")
+            self._db.execute("UPDATE entities SET name = ?, kind = ?, aliases = ? WHERE uid = ?", (*names, uid))
+        self._commit(scope, at)
+
+    def record(self, scope: Scope, *, sources: Iterable[Source] = (), items: Iterable[FactIn] = (),
+               marks: Iterable[dict[str, Any]] = ()) -> WriteReport:
+        """As ``Memory.record``: sources and facts in one transaction, all or nothing, with
+        the ``load.mark`` of each of ``marks`` in it (a filings loader's bookkeeping).
+
+        The facts' fates (new version, evidence, unchanged) are decided at ``flush``;
+        the report counts rows and the sources recorded."""
+        scope = self.scope(scope)
+        sources, items = record_args(sources, items)
+        at = self._next()
+        new = self._new_sources(scope, sources)
+        keys = [facts.KeySpec.of(scope, fact) for fact in items]
+        known = self._prepared(scope, items, new)
+        assertions = facts._assertions(scope, items, keys, known, 0)
+        self._check_open(scope, items)
+        recorded_at = at.isoformat()
+        self._db.executemany(
+            "INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(facts.source_uid(scope, s.id), scope.id, s.id, s.kind, s.authority.value, s.publisher_id, s.uri,
+              s.title, json.dumps(s.meta, sort_keys=True), s.available_by.isoformat(), recorded_at) for s in new])
+        self._db.executemany(_PENDING, [
+            (a.key.uid, scope.id, facts.entity_uid(scope, a.key.entity), a.key.entity, a.key.attribute, a.key.unit,
+             a.key.definition, a.key.period_text, _date(a.key.period.start), a.key.period.end.isoformat(),
+             a.source_uid, a.idem, a.value_type, a.value, a.value_num, a.available_by.isoformat(), recorded_at)
+            for a in assertions])
+        entity_uids = sorted({facts.entity_uid(scope, fact.entity) for fact in items})
+        self._db.executemany("UPDATE entities SET facts = 1 WHERE uid = ?", [(uid,) for uid in entity_uids])
+        self._marks(scope, marks, recorded_at)
+        self._commit(scope, at)
+        return WriteReport(rows=len(items), sources_recorded=len(new), chunks=1)
+
+    def mark(self, scope: Scope, mark: dict[str, Any]) -> None:
+        """A ``load.mark`` in a transaction of its own (a company's, after its filings)."""
+        scope = self.scope(scope)
+        at = self._next()
+        self._marks(scope, [mark], at.isoformat())
+        self._commit(scope, at)
+
+    def _marks(self, scope: Scope, marks: Iterable[dict[str, Any]], recorded_at: str) -> None:
+        """As ``load.mark``: a mark's kind and id are set when it is created; its digest,
+        report and recorded_at whenever it is written."""
+        for m in marks:
+            self._db.execute(
+                "INSERT INTO marks VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (uid) DO UPDATE SET "
+                "digest = excluded.digest, report = excluded.report, recorded_at = excluded.recorded_at",
+                (m["uid"], scope.id, m["kind"], m["id"], m["digest"], m["report"], recorded_at))
+
+    def marks_of(self, scope: Scope, uids: Sequence[str]) -> list[dict[str, Any]]:
+        """As ``load.marks``: the marks with these uids in this scope."""
+        return [{"kind": kind, "id": ident, "digest": digest_, "report": report}
+                for kind, ident, digest_, report, mark_scope in self._select(
+                    "SELECT kind, id, digest, report, scope FROM marks WHERE uid IN ({})", list(uids))
+                if mark_scope == scope.id]
+
+    def publishers(self, scope: Scope, uids: Sequence[str]) -> dict[str, str]:
+        """The publisher of each of these sources recorded in this build, by uid."""
+        return {uid: publisher for uid, publisher, source_scope in self._select(
+            "SELECT uid, publisher, scope FROM sources WHERE uid IN ({})", list(uids)) if source_scope == scope.id}
+
+    def _new_sources(self, scope: Scope, sources: list[Source]) -> list[Source]:
+        """The sources not recorded yet; a source recorded with other fields is refused
+        (``facts.record_source``'s rule and message)."""
+        new: dict[str, Source] = {}
+        for source in sources:
+            uid = facts.source_uid(scope, source.id)
+            stored = self._sources([uid]).get(uid) or new.get(uid)
+            if stored is None:
+                new[uid] = source
+            elif not facts._same_source(facts.source_params(scope, stored), source):
+                raise InputError(f"source {source.id!r}", "already recorded with different fields; sources are "
+                                 "immutable (record a new source, or retract this one)")
+        return list(new.values())
+
+    def _prepared(self, scope: Scope, items: list[FactIn], new: list[Source]) -> facts.Prepared:
+        """What ``write.prepare`` would return for these facts: their sources' times and
+        the entities missing from the scope."""
+        uids = sorted({facts.source_uid(scope, sid) for fact in items for sid in fact.sources})
+        found = self._sources(uids) | {facts.source_uid(scope, s.id): s for s in new}
+        entity_uids = sorted({facts.entity_uid(scope, fact.entity) for fact in items})
+        present = {uid for (uid,) in self._select("SELECT uid FROM entities WHERE uid IN ({})", entity_uids)}
+        return facts.Prepared(
+            sources={uid: facts.SourceState(s.available_by, False) for uid, s in found.items()},
+            missing_entities=set(entity_uids) - present, revisions={})
+
+    def _check_open(self, scope: Scope, items: list[FactIn]) -> None:
+        entity_uids = sorted({facts.entity_uid(scope, fact.entity) for fact in items})
+        for (entity_id,) in self._select("SELECT id FROM entities WHERE flushed = 1 AND uid IN ({})", entity_uids):
+            raise InputError(f"entity {entity_id!r}", "its facts were already written (flushed); an offline build "
+                             "takes each entity's facts before the next flush")
+
+    def _select(self, query: str, uids: Sequence[str]) -> Iterator[tuple[Any, ...]]:
+        for start in range(0, len(uids), _BATCH):
+            part = uids[start:start + _BATCH]
+            yield from self._db.execute(query.format(", ".join("?" * len(part))), part)
+
+    def _sources(self, uids: Sequence[str]) -> dict[str, Source]:
+        return {row[0]: _source(row) for row in self._select(
+            "SELECT uid, id, kind, authority, publisher, uri, title, meta, available_by FROM sources "
+            "WHERE uid IN ({})", uids)}
+
+    # ------------------------------------------------------------ deciding
+
+    def flush(self) -> Totals:
+        """Decide and write every key recorded since the last flush (see module docstring)."""
+        totals = Totals()
+        if self._db.execute("SELECT 1 FROM pending LIMIT 1").fetchone() is None:
+            return totals
+        writer = _KeyWriter(self, self._sink, self._templates, totals)
+        rows = self._db.execute("SELECT * FROM pending ORDER BY key_uid, seq")
+        for _, group in groupby(rows, key=lambda row: row[1]):
+            writer.key(list(group))
+        self._db.execute("UPDATE entities SET flushed = 1 WHERE uid IN (SELECT DISTINCT entity_uid FROM pending)")
+        self._db.execute("DELETE FROM pending")
+        self.totals.add(totals)
+        return totals
+
+    def finish(self) -> Totals:
+        """Flush, then write the entities, sources, load marks and tenant clocks; close the
+        spool."""
+        self.flush()
+        for uid, scope_id, entity_id, name, kind, aliases, recorded_at in self._db.execute(
+                "SELECT uid, scope, id, name, kind, aliases, recorded_at FROM entities"):
+            scope = self._scopes[scope_id]
+            self._sink.add(ENTITY, (uid, scope.tenant, scope_id, entity_id, name, kind, json.loads(aliases),
+                                    recorded_at))
+        for row in self._db.execute("SELECT uid, id, kind, authority, publisher, uri, title, meta, available_by, "
+                                    "scope, recorded_at FROM sources"):
+            scope, source = self._scopes[row[9]], _source(row)
+            p = facts.source_params(scope, source)
+            self._sink.add(SOURCE, (p["uid"], p["tenant"], p["scope"], p["id"], p["kind"], p["authority"],
+                                    p["rank"], p["publisher"], p["uri"], p["title"], p["meta"],
+                                    source.available_by.isoformat(), row[10]))
+        for uid, scope_id, kind, ident, digest_, report, recorded_at in self._db.execute(
+                "SELECT uid, scope, kind, id, digest, report, recorded_at FROM marks"):
+            self._sink.add(LOAD_MARK, (uid, self._scopes[scope_id].tenant, scope_id, kind, ident, digest_, report,
+                                       recorded_at))
+        for tenant, last in self._clocks.items():
+            self._sink.add(CLOCK, (tenant, last, True))
+        self._db.close()
+        return self.totals
+
+    def entity(self, uid: str) -> tuple[Scope, Entity]:
+        scope_id, entity_id, name, kind, aliases = self._db.execute(
+            "SELECT scope, id, name, kind, aliases FROM entities WHERE uid = ?", (uid,)).fetchone()
+        return self._scopes[scope_id], Entity(id=entity_id, name=name, kind=kind, aliases=tuple(json.loads(aliases)))
+
+    def source(self, uid: str) -> Source:
+        return self._sources([uid])[uid]
+
+
+def _date(day: dt.date | None) -> str | None:
+    return None if day is None else day.isoformat()
+
+
+def _source(row: Sequence[Any]) -> Source:
+    """A Source from a ``sources`` row (uid, id, kind, authority, publisher, uri, title,
+    meta, available_by, ...)."""
+    return Source(id=row[1], kind=row[2], authority=Authority(row[3]), publisher=row[4], uri=row[5],
+                  title=row[6], meta=json.loads(row[7]), available_by=dt.datetime.fromisoformat(row[8]))
+
+
+# pending row columns
+(_SEQ, _KEY, _SCOPE, _ENTITY_UID, _ENTITY, _ATTRIBUTE, _UNIT, _DEFINITION, _PERIOD, _START, _END, _SOURCE, _IDEM,
+ _TYPE, _VALUE, _NUM, _AVAILABLE, _RECORDED) = range(18)
+
+
+class _KeyWriter:
+    """One flush: each key's assertions decided in order and written to the sink, with
+    the entities, sources and search-text templates the flush's keys share cached."""
+
+    def __init__(self, build: Build, sink: Sink, templates: Templates, totals: Totals):
+        self._build = build
+        self._sink = sink
+        self._templates = templates
+        self._totals = totals
+        self._entities: dict[str, tuple[Scope, Entity]] = {}
+        self._sources: dict[str, Source] = {}
+        self._patterns: dict[tuple[str, str, str], str] = {}
+
+    def key(self, rows: list[tuple[Any, ...]]) -> None:
+        versions = self._decide(rows)
+        first = rows[0]
+        scope, _ = self._entity(first[_ENTITY_UID])
+        revision = sum(1 + len(v.evidence) for v in versions)  # one per write, as online
+        # The key's index of its evidence (fact.create_versions; DESIGN.md, "Reading a
+        # key with a long history"): one publisher at one authority, so one feed, every
+        # version's top that authority's rank, nothing flagged; written_at is the last write.
+        publisher, rank = self._feed(first)
+        tiers = [len(versions) if t == rank else 0 for t in range(1, 5)]
+        written_at = max(row[_RECORDED] for v in versions for row in (v.first, *v.evidence))
+        self._sink.add(FACT_KEY, (first[_KEY], scope.tenant, scope.id, first[_ENTITY], first[_ATTRIBUTE], first[_UNIT],
+                                  first[_DEFINITION], first[_PERIOD], first[_START], first[_END], revision,
+                                  tiers, [f"{rank}{publisher}"], [], written_at))
+        self._sink.add(ABOUT, (first[_KEY], first[_ENTITY_UID]))
+        for version in versions:
+            self._version(version, publisher, rank)
+        self._totals.keys += 1
+
+    def _decide(self, rows: list[tuple[Any, ...]]) -> list[_Version]:
+        """The key's versions, from its assertions in the order they were made."""
+        versions: list[_Version] = []
+        landed: set[str] = set()  # idempotency keys the key holds
+        latest = ""
+        publisher: tuple[str, Authority] | None = None
+        revision = 0
+        for row in rows:
+            if row[_IDEM] in landed:
+                self._totals.unchanged += 1
+                continue
+            source = self._source(row[_SOURCE])
+            by = (source.publisher_id, source.authority)
+            publisher = publisher or by
+            if by != publisher or row[_AVAILABLE] < latest:
+                raise InputError(
+                    f"{row[_ENTITY]} {row[_ATTRIBUTE]} [{row[_UNIT]}] {row[_PERIOD]}",
+                    f"source {source.id!r} ({by[0]}, {by[1].value}, available {row[_AVAILABLE]}) follows "
+                    f"evidence from {publisher[0]} ({publisher[1].value}) available {latest}: an offline build "
+                    "takes each key from one publisher at one authority, in order of availability")
+            revision += 1
+            landed.add(row[_IDEM])
+            same = next((v for v in versions if v.latest == latest
+                         and (v.value_type, v.value) == (row[_TYPE], row[_VALUE])), None)
+            if same is None:
+                versions.append(_Version("fv_" + row[_IDEM], row[_TYPE], row[_VALUE], revision, row, row[_AVAILABLE]))
+                self._totals.created += 1
+            else:
+                same.evidence.append(row)
+                same.latest = row[_AVAILABLE]
+                self._totals.evidence_added += 1
+            latest = row[_AVAILABLE]
+        return versions
+
+    def _feed(self, row: tuple[Any, ...]) -> tuple[str, int]:
+        """The publisher and authority rank of the row's source, as ``source.create`` stores them."""
+        scope, _ = self._entity(row[_ENTITY_UID])
+        params = facts.source_params(scope, self._source(row[_SOURCE]))
+        return params["publisher"], params["rank"]
+
+    def _version(self, v: _Version, publisher: str, rank: int) -> None:
+        first = v.first
+        scope, _ = self._entity(first[_ENTITY_UID])
+        value_hash = digest(v.value_type, v.value)
+        text = self._pattern("create", first).format(
+            v.version_id, first[_IDEM], first[_SOURCE], v.value, v.value_type, value_hash, first[_KEY], first[_ENTITY],
+            first[_ENTITY_UID], first[_ATTRIBUTE], first[_UNIT], first[_DEFINITION], first[_PERIOD])
+        for row in v.evidence:
+            text += self._pattern("append", row).format(row[_IDEM], row[_SOURCE], v.version_id)
+        self._sink.add(FACT, (v.version_id, scope.tenant, scope.id, first[_KEY], v.value, v.value_type, first[_NUM],
+                              value_hash, first[_END], first[_START], first[_AVAILABLE], first[_RECORDED], v.revision,
+                              self._pattern("scope_token", first), text))
+        self._sink.add(VERSION_OF, (v.version_id, first[_KEY]))
+        for row in (first, *v.evidence):
+            self._sink.add(EVIDENCED_BY, (v.version_id, row[_SOURCE], row[_IDEM], row[_AVAILABLE], row[_RECORDED],
+                                          first[_KEY], publisher, rank))
+
+    # what a flush's keys share, cached for the flush
+
+    def _entity(self, uid: str) -> tuple[Scope, Entity]:
+        found = self._entities.get(uid)
+        if found is None:
+            found = self._entities[uid] = self._build.entity(uid)
+        return found
+
+    def _source(self, uid: str) -> Source:
+        found = self._sources.get(uid)
+        if found is None:
+            found = self._sources[uid] = self._build.source(uid)
+        return found
+
+    def _pattern(self, which: str, row: tuple[Any, ...]) -> str:
+        """The probed template ``which`` (create, append, scope_token) for the row's entity
+        and source, with the entity's, the source's and the scope's slots filled in, as a
+        ``str.format`` pattern of what is left (``_SLOTS[which]``, in that order)."""
+        cache = (which, row[_ENTITY_UID], row[_SOURCE])
+        found = self._patterns.get(cache)
+        if found is None:
+            scope, entity = self._entity(row[_ENTITY_UID])
+            source = self._source(row[_SOURCE])
+            template = getattr(self._templates, which)(entity, source).fill(
+                {"params.tenant": scope.tenant, "params.scope": scope.id,
+                 "params.scope_token": indexing.scope_token(scope)}
+                | _flat("entity", facts.entity_params(scope, entity))
+                | _flat("s1" if which == "create" else "s2", facts.source_params(scope, source)))
+            found = self._patterns[cache] = template.pattern(_SLOTS[which])
+        return found
+
+
+# what a version's (or evidence's) own values fill in, by template
+_SLOTS = {
+    "create": ("fact.version_id", "fact.idem", "fact.source_uid", "fact.value", "fact.value_type", "fact.value_hash",
+               "fact.key.uid", "fact.key.entity", "fact.key.entity_uid", "fact.key.attribute", "fact.key.unit",
+               "fact.key.definition", "fact.key.period"),
+    "append": ("evidence.idem", "evidence.source_uid", "evidence.version_id"),
+    "scope_token": (),
+}
+
+
+def _flat(prefix: str, params: dict[str, Any]) -> dict[str, str]:
+    """Statement parameters as the slots a probe named them (``entity.name``,
+    ``entity.aliases.0``): every string, by its path."""
+    out: dict[str, str] = {}
+    for name, value in params.items():
+        if isinstance(value, str):
+            out[f"{prefix}.{name}"] = value
+        elif isinstance(value, list):
+            out.update((f"{prefix}.{name}.{n}", item) for n, item in enumerate(value) if isinstance(item, str))
+    return out

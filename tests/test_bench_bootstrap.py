@@ -1,0 +1,28 @@
+"""bench/bench_bootstrap.py runs, and what it reports adds up (a smoke run: no figure is judged)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+@pytest.mark.timeout(900)
+def test_the_bootstrap_benchmark_runs_at_its_smallest_size(tmp_path):
+    """Two companies of 2 filings x 5 concepts: the online sample before and after, one
+    bootstrap (its own launchers: this needs no session server)."""
+    out = tmp_path / "bench.json"
+    done = subprocess.run([sys.executable, str(Path(__file__).parents[1] / "bench" / "bench_bootstrap.py"),
+                           "--sizes", "40", "--filings", "2", "--concepts", "5", "--online-companies", "1",
+                           "--archive-rows", "1000", "--dir", str(tmp_path / "bench"), "--json", str(out)],
+                          capture_output=True, text=True, timeout=840, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    booted, online = result["cases"]["bootstrap-40"], result["cases"]["online-before"]
+    totals = booted["report"]["totals"]
+    assert booted["rows"] > online["rows"] > 0 and totals["created"] > 0 and totals["keys"] > 0
+    assert result["cases"]["online-after"]["rows"] == online["rows"]
+    assert booted["report"]["peak_rss_mb"]["importer"] > 0 and result["projection"]["archive_rows"] == 1000
