@@ -21,7 +21,7 @@ make universes of each ``--sizes`` rows. Each case runs in a child process of it
 
 The projection for the SEC's whole companyfacts archive scales each step's measured
 rate at the largest size linearly to ``--archive-rows`` (an assumption, printed beside
-it: see docs/notes/bootstrap.md).
+it: see docs/PERFORMANCE.md).
 
 Usage::
 
