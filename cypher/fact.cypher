@@ -77,9 +77,10 @@ WITH r, C, K, k, feeds, COLLECT {
       AND
         // include: fact.live_evidence $edge=e $source=s
       AND
-        // include: fact.live_version $version=f
-      AND
+        // include: fact.live_version $version=f $flagged=k.flagged
+      AND (s.authority_rank = t OR  // the matched edge's own source holds it
         // include: fact.holds_rank $version=f $rank=t
+      )
     RETURN e.available_by AS at
     ORDER BY e.key_uid DESC, e.publisher DESC, e.top DESC, e.available_by DESC
     LIMIT 1
@@ -91,7 +92,7 @@ WITH r, C, K, k, feeds, COLLECT {
       AND
         // include: fact.live_evidence $edge=e $source=s
       AND
-        // include: fact.live_version $version=f
+        // include: fact.live_version $version=f $flagged=k.flagged
     WITH e, COLLECT {
       MATCH (f)-[e2:EVIDENCED_BY]->(s2:Source)
       WHERE
@@ -129,9 +130,10 @@ WITH r, C, K, k, feeds, best, COLLECT {
     AND
       // include: fact.live_evidence $edge=e $source=s
     AND
-      // include: fact.live_version $version=f
-    AND
+      // include: fact.live_version $version=f $flagged=k.flagged
+    AND (s.authority_rank = best OR  // the matched edge's own source holds it
       // include: fact.holds_rank $version=f $rank=best
+    )
   RETURN DISTINCT f
 } AS held
 WITH r, C, K, k, feeds, best, COLLECT {
@@ -141,7 +143,7 @@ WITH r, C, K, k, feeds, best, COLLECT {
     MATCH (f)<-[:SETTLES]-(z:Resolution)-[:CHOSE]->(w:Fact)
     WHERE z.recorded_at <= K AND z.available_by <= C AND w <> f
       AND
-        // include: fact.live_version $version=w
+        // include: fact.live_version $version=w $flagged=k.flagged
       AND
         // include: fact.holds_rank $version=w $rank=best
   }
@@ -298,9 +300,11 @@ AND NOT coalesce($source.retracted_at <= K, false)
 
 // fragment: fact.live_version
 // Version $version is neither erased nor invalidated by K (recorded by K: it has live
-// evidence, and its first evidence was recorded with it).
+// evidence, and its first evidence was recorded with it). An invalidated version is
+// listed in its key's `flagged` ($flagged), so the others skip the relationship scan.
 $version.erased_at IS NULL
-AND NOT EXISTS { ($version)<-[:INVALIDATES]-(ix:Invalidation) WHERE ix.recorded_at <= K }
+AND (NOT $version.version_id IN $flagged
+     OR NOT EXISTS { ($version)<-[:INVALIDATES]-(ix:Invalidation) WHERE ix.recorded_at <= K })
 
 // fragment: fact.holds_rank
 // Version $version holds live evidence of authority rank $rank.

@@ -16,8 +16,10 @@ includes that form a cycle, fail at load.
 A whole statement may be included the same way, to run inside another one (in a
 ``CALL`` subquery) so that one rule keeps one text: ``// include: fact.read
 $reads=reads $times=times`` pastes ``fact.read`` with each listed parameter replaced by
-a variable (or literal) of the including statement. A binding of a parameter that the
-included text does not use fails at load, so a renamed parameter cannot go unnoticed.
+a variable, a variable's property (``$flagged=k.flagged``) or a literal of the including
+statement. A binding of a parameter that the included text does not use fails at load,
+so a renamed parameter cannot go unnoticed, and so does an include line that does not
+parse (it would otherwise stay a comment, and its text would silently go missing).
 
 What the server receives is the resolved text without its comments, indentation or
 blank lines (``compact``): about 40% shorter, which Neo4j hashes and the driver packs
@@ -36,7 +38,8 @@ from .errors import QueryCatalogError
 
 _HEADER = re.compile(r"^//\s*(?P<kind>name|fragment):\s*(?P<name>\S+)\s*$")
 _INCLUDE = re.compile(r"^[ \t]*//[ \t]*include:[ \t]*(?P<name>\S+)"
-                      r"(?P<binds>(?:[ \t]+\$\w+=\w+)*)[ \t]*$", re.MULTILINE)
+                      r"(?P<binds>(?:[ \t]+\$\w+=\w+(?:\.\w+)?)*)[ \t]*$", re.MULTILINE)
+_ANY_INCLUDE = re.compile(r"^[ \t]*//[ \t]*include:.*$", re.MULTILINE)
 _NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$")
 
 
@@ -96,6 +99,10 @@ def resolve(statements: dict[str, str], fragments: dict[str, str]) -> dict[str, 
                           chain + (wanted,))
             return bind(name, wanted, text, match["binds"].split())
 
+        for line in _ANY_INCLUDE.findall(body):  # else a malformed include is just a comment
+            if not _INCLUDE.fullmatch(line):
+                raise QueryCatalogError(f"{name!r}: an include line must read `// include: name "
+                                        f"[$param=variable[.property] ...]`: {line.strip()!r}")
         return _INCLUDE.sub(paste, body)
 
     return {name: expand(name, body, ()) for name, body in statements.items()}

@@ -59,6 +59,24 @@ def test_a_binding_of_a_parameter_the_included_text_does_not_use_is_refused():
         resolve(parsed.statements, parsed.fragments)
 
 
+def test_a_binding_may_name_a_property_of_a_variable():
+    parsed = parse("// fragment: a.kept\n$version.id IN $listed\n"
+                   "// name: a.user\nMATCH (k), (f)\nWHERE\n  // include: a.kept $version=f $listed=k.flagged\n"
+                   "RETURN f\n", "x.cypher")
+    assert resolve(parsed.statements, parsed.fragments)["a.user"] == (
+        "MATCH (k), (f)\nWHERE\nf.id IN k.flagged\nRETURN f")
+
+
+@pytest.mark.parametrize("line", ["// include: a.kept $version=f $listed=k.flags[0]",
+                                  "// include: a.kept $version=f listed",
+                                  "// include: a.kept $version=f.x.y"])
+def test_an_include_line_that_does_not_parse_is_refused_not_left_as_a_comment(line):
+    parsed = parse(f"// fragment: a.kept\n$version IN $listed\n// name: a.user\nMATCH (f)\nWHERE\n{line}\n"
+                   "RETURN f\n", "x.cypher")
+    with pytest.raises(QueryCatalogError, match="an include line must read"):
+        resolve(parsed.statements, parsed.fragments)
+
+
 def test_search_runs_the_read_rule_itself_not_a_copy():
     read_rule = QUERIES["fact.read"].replace("$reads", "reads").replace("$times", "times")
     assert read_rule.replace("$brief", "false") in QUERIES["search.hits"]
