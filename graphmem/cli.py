@@ -241,12 +241,21 @@ def load() -> None:
     """Load filings into the memory as sources and fact versions."""
 
 
+_QUARANTINE = click.option("--quarantine", "quarantine_file", type=click.Path(dir_okay=False, path_type=Path),
+                           help="Write every quarantined row to this file (JSON Lines).")
+
+
+def _companyfacts_options(fn: Any) -> Any:
+    """One company's files and the quarantine report, for `load companyfacts` and
+    `bootstrap companyfacts`."""
+    fn = _QUARANTINE(fn)
+    fn = click.option("--submissions", type=click.Path(exists=True, dir_okay=False, path_type=Path), multiple=True,
+                      help="The company's submissions JSON (acceptance times); repeat it for its paged files.")(fn)
+    return click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))(fn)
+
+
 @load.command("companyfacts")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--submissions", type=click.Path(exists=True, dir_okay=False, path_type=Path), multiple=True,
-              help="The company's submissions JSON (acceptance times); repeat it for its paged files.")
-@click.option("--quarantine", "quarantine_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write every quarantined row to this file (JSON Lines).")
+@_companyfacts_options
 @_scoped
 @_json_opt
 def load_companyfacts(file: Path, submissions: tuple[Path, ...], quarantine_file: Path | None, tenant: str,
@@ -280,8 +289,7 @@ def _items(values: tuple[str, ...]) -> list[str]:
 
 def _universe_options(fn: Any) -> Any:
     """The inputs and the universe selection of `load edgar` and `bootstrap edgar`."""
-    fn = click.option("--quarantine", "quarantine_file", type=click.Path(dir_okay=False, path_type=Path),
-                      help="Write every quarantined row to this file (JSON Lines).")(fn)
+    fn = _QUARANTINE(fn)
     fn = click.option("--company-tickers", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                       help="The SEC's company_tickers.json, to find the CIKs of --tickers.")(fn)
     fn = click.option("--tickers", multiple=True, metavar="TICKER[,TICKER...]",
@@ -387,11 +395,7 @@ def _bootstrap_options(fn: Any) -> Any:
 
 
 @bootstrap.command("companyfacts")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--submissions", type=click.Path(exists=True, dir_okay=False, path_type=Path), multiple=True,
-              help="The company's submissions JSON (acceptance times); repeat it for its paged files.")
-@click.option("--quarantine", "quarantine_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Write every quarantined row to this file (JSON Lines).")
+@_companyfacts_options
 @_bootstrap_options
 @_scoped
 @_json_opt
