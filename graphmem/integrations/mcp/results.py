@@ -84,6 +84,11 @@ ExplainOut = Annotated[Explain, WithJsonSchema(
     {"type": "object", "description": "versions considered, then how many each filter removed: "
                                       "known_at, erased, cutoff, invalidated, retracted, evidence, "
                                       "outranked, superseded"})]
+SearchExplainOut = Annotated[SearchExplain, WithJsonSchema(
+    {"type": "object", "description": "matched (index hits in this scope), removed (per filter: "
+                                      "type, entity, task, known_at, erased, candidate, cutoff, "
+                                      "invalidated, retracted, evidence, outranked, superseded), kept, "
+                                      "returned, below_limit, unevaluated, ranking"})]
 
 
 class _Out(BaseModel):
@@ -189,7 +194,7 @@ class SearchOut(_Out):
         "in rank order, each: type, memory_id, memory_ids (a conflict's candidates), status, rank "
         "(position, authority, text_score, why), and fact (as as_of returns it), experience or "
         "task_state")]
-    explain: SearchExplain
+    explain: SearchExplainOut
 
 
 class LineageOut(_Out):
