@@ -44,7 +44,7 @@ from ...models import (
     TaskStateIn,
     TraceResult,
 )
-from ...values import parse_time
+from ...values import NOW, Now, parse_time
 from . import results as r
 from .access import Access, Caller
 
@@ -189,7 +189,13 @@ def register(memory: Memory, access: Access, grants: Grants) -> list[Tool]:
             return fn
         return add
 
-    def now(cutoff: str | None) -> dt.datetime:
+    def now(cutoff: str | None) -> dt.datetime | Now:
+        """A tool's cutoff, by default now: the read's own time (one statement)."""
+        return parse_time(cutoff, "cutoff") or NOW
+
+    def server_now(cutoff: str | None) -> dt.datetime:
+        """A cutoff by default now, for the calls that take only a datetime: the server's
+        clock, asked first."""
         return parse_time(cutoff, "cutoff") or memory.server_now()
 
     # ------------------------------------------------------------ reads
@@ -253,7 +259,7 @@ def register(memory: Memory, access: Access, grants: Grants) -> list[Tool]:
         calendar frame it best fits (a quarter of 91 +/- 30 days, a year of 365 +/- 30)."""
         def work(c: Caller) -> tuple[BaseModel, str]:
             found = memory.screen(c.scope, attribute=attribute, frame=frame,
-                                  period=_period(period_end, period_start), cutoff=now(cutoff),
+                                  period=_period(period_end, period_start), cutoff=server_now(cutoff),
                                   known_at=parse_time(known_at, "known_at"), entities=entities, unit=unit,
                                   require=_require(min_authority), sort=sort)
             out = r.screen(found, limit)
@@ -377,7 +383,8 @@ def register(memory: Memory, access: Access, grants: Grants) -> list[Tool]:
                                             known_at=parse_time(known_at, "known_at"), limit=limit,
                                             match=match)
             else:
-                chosen = _hits_by_id(memory, c, ids, now(cutoff), parse_time(known_at, "known_at"), notes)
+                chosen = _hits_by_id(memory, c, ids, server_now(cutoff), parse_time(known_at, "known_at"),
+                                     notes)
             out = r.context(memory.build_context(c.scope, task_id=task_id, memories=chosen,
                                                  token_budget=token_budget), notes)
             skipped = "".join(f"\n# not rendered: {m} ({why})" for m, why in notes.items())
