@@ -3,7 +3,8 @@
 
 1. **MCP overhead**: ``as_of``, ``search`` and ``build_context`` called through an MCP
    client session beside the same call on ``Memory`` directly, interleaved in one loop
-   (call i alternates which goes first) with the same random arguments. Two transports:
+   (call i alternates which goes first) with the same random arguments; and ``as_of``
+   without a cutoff (the tool's default, now) beside ``Memory.as_of(cutoff=NOW)``. Two transports:
    the SDK's in-memory transport (``Client(server, mode="legacy")``: JSON-RPC over memory
    streams, the tool on the SDK's worker thread) and, with ``--stdio``, the real
    ``graphmem mcp`` subprocess over stdio. Target: MCP p50 within max(direct p50 + 2 ms,
@@ -45,7 +46,7 @@ from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 from mcp import Client, StdioServerParameters
 
-from graphmem import Entity, ExperienceIn, FactIn, Memory, Period, Scope, Source
+from graphmem import NOW, Entity, ExperienceIn, FactIn, Memory, Period, Scope, Source
 from graphmem.integrations.langgraph import DEFINITION, FAR, PERIOD, GraphmemStore
 from graphmem.integrations.mcp import FixedAccess, Grants, build_server
 
@@ -99,12 +100,13 @@ def direct_and_tool(mem: Memory, scope: Scope, kind: str, a: dict[str, Any]
     """The direct Memory call, and the MCP tool and arguments that do the same."""
     cutoff = a["cutoff"].isoformat()
     text = f"{a['entity']} {a['attribute']}"
-    if kind == "as_of":
+    if kind in ("as_of", "as_of_now"):  # as_of_now: no cutoff to the tool, NOW to Memory
+        given = kind == "as_of"
         return (lambda: mem.as_of(scope, entity=a["entity"], attribute=a["attribute"], period=a["period"],
-                                  cutoff=a["cutoff"]),
-                "as_of", {"entity": a["entity"], "attribute": a["attribute"], "cutoff": cutoff,
+                                  cutoff=a["cutoff"] if given else NOW),
+                "as_of", {"entity": a["entity"], "attribute": a["attribute"],
                           "period_end": a["period"].end.isoformat(),
-                          "period_start": a["period"].start.isoformat()})
+                          "period_start": a["period"].start.isoformat(), **({"cutoff": cutoff} if given else {})})
     if kind == "search":
         return (lambda: mem.search(scope, text=text, cutoff=a["cutoff"], limit=10), "search",
                 {"text": text, "cutoff": cutoff, "limit": 10})
@@ -126,7 +128,7 @@ async def overhead(mem: Memory, scope: Scope, tickers: list[str], client: Client
         if result.is_error:
             raise RuntimeError(result.content[0].text)
 
-    for kind in ("as_of", "search", "build_context"):
+    for kind in ("as_of", "as_of_now", "search", "build_context"):
         times: dict[str, list[float]] = {"direct": [], "mcp": [], "floor": []}
         for i in range(calls + 10):
             fn, tool, args = direct_and_tool(mem, scope, kind, random_call(rng, tickers))
