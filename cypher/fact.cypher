@@ -10,7 +10,9 @@
 //   authority -> not superseded (every publisher behind it has since said otherwise,
 //   or a resolution settled it for a kept version).
 // One row per matched key; `explain` counts what each filter removed, in that order.
-// A read names its cutoff and known_at by their index in $times (see graphmem.facts.Times).
+// A read names its cutoff and known_at by their index in $times (see graphmem.facts.Times);
+// a read with `now` takes the transaction's time as its cutoff (graphmem.NOW), as a null
+// known_at does, and the row says which cutoff it used.
 //
 // Its cost follows what can still win, not the key's history (DESIGN.md, "Reading a
 // key with a long history"). Every evidence edge carries its key's uid, its source's
@@ -42,7 +44,8 @@
 // that assertion landed on, if it was sent before. With $brief it only compares values:
 // no explain, no removed, candidates with their ids and values only.
 UNWIND $reads AS r
-WITH r {.*, cutoff: $times[r.cutoff]} AS r, coalesce($times[r.known_at], datetime.transaction()) AS K
+WITH r {.*, cutoff: CASE WHEN r.now THEN datetime.transaction() ELSE $times[r.cutoff] END} AS r,
+     coalesce($times[r.known_at], datetime.transaction()) AS K
 // A read naming its key's uid (the write path) seeks that one key; any other read
 // seeks the keys of its entity and attribute and filters them. (The second seek gets a
 // null entity for a read by uid, so it finds nothing: a filter on `r` alone would be
@@ -238,6 +241,7 @@ WITH r, C, K, k, best, final, values, early, tallied, removed,
 // more than computing them. For the same reason the full projection returns its times
 // as microseconds since the epoch (graphmem.values.from_micros reads them back).
 RETURN r.i AS i, CASE WHEN NOT $brief THEN K.epochSeconds * 1000000 + K.nanosecond / 1000 END AS known_at,
+       CASE WHEN NOT $brief THEN C.epochSeconds * 1000000 + C.nanosecond / 1000 END AS cutoff,
        CASE WHEN NOT $brief THEN k {.uid, .entity, .attribute, .unit, .definition, .period,
                                     .period_start, .period_end, .revision} END AS key,
        CASE size(values) WHEN 0 THEN 'not_found' WHEN 1 THEN 'active' ELSE 'conflicted' END AS status,

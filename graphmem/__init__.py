@@ -41,6 +41,7 @@ from .models import (
     TraceResult,
     WriteReport,
 )
+from .values import NOW
 
 __all__ = [
     "Answer",
@@ -61,6 +62,7 @@ __all__ = [
     "GraphmemError",
     "InputError",
     "Memory",
+    "NOW",
     "NotFoundError",
     "Period",
     "Remembered",

@@ -34,7 +34,7 @@ from .models import (
     SourceRecord,
     authority_of,
 )
-from .values import decode, digest, encode, from_micros, with_times
+from .values import NOW, Now, decode, digest, encode, from_micros, with_times
 
 
 def scope_params(scope: Scope) -> dict[str, str]:
@@ -492,9 +492,9 @@ def shown(row: dict[str, Any]) -> list[dict[str, Any]]:
     return ordered[:1] if row["status"] == "active" else ordered
 
 
-def _answer(row: dict[str, Any], cutoff: dt.datetime, require: Require | None = None) -> Answer:
+def _answer(row: dict[str, Any], cutoff: dt.datetime | Now, require: Require | None = None) -> Answer:
     """An Answer from a full ``fact.read`` row (its times come as epoch microseconds), read
-    under ``require``."""
+    under ``require``; a read at ``NOW`` reports the transaction time it used."""
     candidates = [
         to_version(row["key"], with_times(c["f"], "available_by", "recorded_at", "erased_at"),
                    [with_times(e, "available_by", "recorded_at") for e in c["live"]], c["rank"])
@@ -504,7 +504,7 @@ def _answer(row: dict[str, Any], cutoff: dt.datetime, require: Require | None = 
         status=status,
         entity=row["key"]["entity"],
         attribute=row["key"]["attribute"],
-        cutoff=cutoff,
+        cutoff=from_micros(row["cutoff"]) if cutoff is NOW else cutoff,
         known_at=from_micros(row["known_at"]),
         require=require,
         version=candidates[0] if status == "active" else None,
@@ -529,13 +529,14 @@ def read_answers(
     tx: Tx,
     scope: Scope,
     selectors: Sequence[dict[str, Any]],
-    cutoff: dt.datetime,
+    cutoff: dt.datetime | Now,
     known_at: dt.datetime | None,
     require: Require | None,
 ) -> list[Answer]:
     """One Answer per fact key the selectors match (not_found ones included)."""
     times = Times()
-    reads = [{"i": i, **selector, "cutoff": times.ref(cutoff), "known_at": times.ref(known_at), "idem": None}
+    at = {"now": True} if cutoff is NOW else {"cutoff": times.ref(cutoff)}
+    reads = [{"i": i, **selector, **at, "known_at": times.ref(known_at), "idem": None}
              for i, selector in enumerate(selectors)]
     answers = []
     for start in range(0, len(reads), _READS):
@@ -561,7 +562,8 @@ def open_keys(tx: Tx, scope: Scope, entity: str | None, attribute: str | None,
 
 def pick_latest(answers: list[Answer], entity: str, attribute: str, cutoff: dt.datetime,
                 known_at: dt.datetime | None, require: Require | None) -> Answer:
-    """For a read without an exact period: the latest period that has an answer."""
+    """For a read without an exact period: the latest period that has an answer (with
+    none, the times the read used, or those given when no key matched)."""
     found = [a for a in answers if a.status != "not_found"]
     explain = sum((a.explain for a in answers), Explain())
     if not found:
@@ -569,7 +571,7 @@ def pick_latest(answers: list[Answer], entity: str, attribute: str, cutoff: dt.d
             status="not_found",
             entity=entity,
             attribute=attribute,
-            cutoff=cutoff,
+            cutoff=answers[0].cutoff if answers else cutoff,
             known_at=answers[0].known_at if answers else known_at,
             require=require,
             explain=explain,

@@ -47,7 +47,7 @@ from .models import (
     WriteReport,
     check_scope,
 )
-from .values import digest
+from .values import NOW, Now, digest
 
 Clock = Callable[[], dt.datetime]
 
@@ -246,6 +246,15 @@ class Memory:
 
     def _now(self) -> dt.datetime | None:
         return self._clock() if self._clock else None
+
+    def _cutoff(self, cutoff: Any) -> dt.datetime | Now:
+        """A read's cutoff: a timezone-aware datetime, or NOW (this memory's clock when it
+        has one, else the read's own transaction time). It is never left to default."""
+        if cutoff is NOW:
+            return self._now() or NOW
+        if cutoff is None:
+            raise InputError("cutoff", "required: a datetime, or graphmem.NOW for the read's own time")
+        return _aware("cutoff", cutoff)  # type: ignore[return-value]
 
     def write(self, scope: Scope, label: str, work: Callable[[Tx, Any], Any], *,
               idempotent: bool = True) -> Any:
@@ -461,7 +470,7 @@ class Memory:
         entity: str,
         attribute: str,
         period: Period | None = None,
-        cutoff: dt.datetime,
+        cutoff: dt.datetime | Now,
         known_at: dt.datetime | None = None,
         unit: str | None = None,
         definition: str | None = None,
@@ -470,7 +479,8 @@ class Memory:
         """What the memory says about ``entity``'s ``attribute`` at (cutoff, known_at).
 
         Without ``period``, the latest period that has an answer; if several keys end on
-        that day (units, definitions, durations), InputError asks which.
+        that day (units, definitions, durations), InputError asks which. ``cutoff=NOW``
+        reads what is public as the read runs (see :data:`graphmem.NOW`).
         """
         scope = self.scope(scope)
         _key_args(entity=entity, attribute=attribute)
@@ -478,7 +488,7 @@ class Memory:
         limits.check_text("definition", definition, limits.IDENTIFIER_BYTES, optional=True)
         _instance("period", period, Period, optional=True)
         _instance("require", require, Require, optional=True)
-        cutoff = _aware("cutoff", cutoff)
+        cutoff = self._cutoff(cutoff)
         known_at = _aware("known_at", known_at) or self._now()
         selector = {
             "entity": entity,
@@ -492,8 +502,9 @@ class Memory:
         answers = self._db.read(
             lambda tx: facts.read_answers(tx, scope, [selector], cutoff, known_at, require), "as_of"
         )
-        if not answers and known_at is None:  # nothing matched: say when we looked
-            known_at = self.server_now()
+        if not answers and (known_at is None or cutoff is NOW):  # no key: say when we looked
+            now = self.server_now()
+            known_at, cutoff = known_at or now, now if cutoff is NOW else cutoff
         return facts.pick_latest(answers, entity, attribute, cutoff, known_at, require)
 
     def facts_as_of(
@@ -504,7 +515,7 @@ class Memory:
         attribute: str | None = None,
         valid_from: dt.date | None = None,
         valid_to: dt.date | None = None,
-        cutoff: dt.datetime,
+        cutoff: dt.datetime | Now,
         known_at: dt.datetime | None = None,
         require: Require | None = None,
     ) -> list[Answer]:
@@ -518,7 +529,7 @@ class Memory:
             if day is not None and (not isinstance(day, dt.date) or isinstance(day, dt.datetime)):
                 raise InputError(name, f"a date is required, got {type(day).__name__}")
         _instance("require", require, Require, optional=True)
-        cutoff = _aware("cutoff", cutoff)
+        cutoff = self._cutoff(cutoff)
         known_at = _aware("known_at", known_at) or self._now()
         if valid_from is not None and valid_to is not None and valid_from > valid_to:
             raise InputError("valid_from", f"{valid_from} is after valid_to {valid_to}")

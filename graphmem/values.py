@@ -95,6 +95,20 @@ def epoch(t: dt.datetime | None) -> list[int] | None:
     return [seconds, micros * 1000]
 
 
+class Now:
+    """The type of :data:`NOW`."""
+
+    def __repr__(self) -> str:
+        return "graphmem.NOW"
+
+
+NOW = Now()
+"""``cutoff=NOW``: the read's own time - the database server's clock as the read runs,
+the time its default known_at takes - named explicitly (a cutoff is never left to
+default). "Public now, as recorded now" is then one statement, with no round trip to
+ask the server's clock first; the answer reports the time it used."""
+
+
 def parse_time(text: str | None, name: str) -> dt.datetime | None:
     """A cutoff or known_at as text (the command line, an MCP tool): an ISO date or
     datetime, UTC if it names no zone; a bare date means the end of that day in UTC, so

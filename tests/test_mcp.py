@@ -533,10 +533,16 @@ def test_the_tokens_file_is_checked_before_the_server_starts(tmp_path):
     assert result.exit_code == 1 and "tokens file" in result.output
 
 
-def test_time_defaults_are_now(w):
-    """as_of without cutoff or known_at reads the present; an explicit far cutoff agrees."""
+def test_time_defaults_are_now(w, monkeypatch):
+    """as_of without cutoff or known_at reads the present, in the read's own statement (no
+    separate look at the server's clock); an explicit far cutoff agrees."""
     server = server_for(w)
+
+    def apart() -> dt.datetime:
+        raise AssertionError("as_of asked the server's clock in a statement of its own")
+
+    monkeypatch.setattr(w.mem, "server_now", apart)
     now = ok(call(server, "as_of", entity="acme", attribute="revenue"))
     far = ok(call(server, "as_of", entity="acme", attribute="revenue", cutoff=FAR.isoformat()))
-    assert now["value"] == far["value"] == "110"
+    assert now["value"] == far["value"] == "110" and now["cutoff"] == now["known_at"]
     assert abs(dt.datetime.fromisoformat(now["cutoff"]) - dt.datetime.now(UTC)) < dt.timedelta(minutes=5)

@@ -84,6 +84,11 @@ ExplainOut = Annotated[Explain, WithJsonSchema(
     {"type": "object", "description": "versions considered, then how many each filter removed: "
                                       "known_at, erased, cutoff, invalidated, retracted, evidence, "
                                       "outranked, superseded"})]
+SearchExplainOut = Annotated[SearchExplain, WithJsonSchema(
+    {"type": "object", "description": "matched (index hits in this scope), removed (per filter: "
+                                      "type, entity, task, known_at, erased, candidate, cutoff, "
+                                      "invalidated, retracted, evidence, outranked, superseded), kept, "
+                                      "returned, below_limit, unevaluated, ranking"})]
 
 
 class _Out(BaseModel):
@@ -189,7 +194,7 @@ class SearchOut(_Out):
         "in rank order, each: type, memory_id, memory_ids (a conflict's candidates), status, rank "
         "(position, authority, text_score, why), and fact (as as_of returns it), experience or "
         "task_state")]
-    explain: SearchExplain
+    explain: SearchExplainOut
 
 
 class LineageOut(_Out):
@@ -275,22 +280,23 @@ def _typed(value: Any) -> tuple[str | None, ValueType | None]:
     return text, value_type  # type: ignore[return-value]
 
 
-def fact(v: FactVersion) -> Fact:
+def _version(v: FactVersion) -> dict[str, Any]:
+    """The fields a version shows both as a Fact and at the top of an active answer, taken
+    from graphmem's model as they are (built once: no dump and re-check on the way)."""
     text, value_type = _typed(v.value)
-    return Fact(version_id=v.version_id, entity=v.entity, attribute=v.attribute, value=text,
-                value_type=value_type, unit=v.unit, definition=v.definition, period=v.period,
-                event_time=v.event_time, available_by=v.available_by, recorded_at=v.recorded_at,
-                authority=v.authority, sources=list(v.sources), lifecycle=list(v.lifecycle),
-                derivation=v.derivation, erased=v.erased)
+    return {"version_id": v.version_id, "value": text, "value_type": value_type, "unit": v.unit,
+            "period": v.period, "event_time": v.event_time, "available_by": v.available_by,
+            "recorded_at": v.recorded_at, "authority": v.authority, "sources": list(v.sources),
+            "derivation": v.derivation}
+
+
+def fact(v: FactVersion) -> Fact:
+    return Fact(entity=v.entity, attribute=v.attribute, definition=v.definition,
+                lifecycle=list(v.lifecycle), erased=v.erased, **_version(v))
 
 
 def answer(a: Answer) -> AnswerOut:
-    top: dict[str, Any] = {}
-    if a.version is not None:
-        f = fact(a.version)
-        top = f.model_dump(include={"value", "value_type", "unit", "period", "event_time",
-                                    "available_by", "recorded_at", "version_id", "authority",
-                                    "sources", "derivation"})
+    top = _version(a.version) if a.version is not None else {}
     return AnswerOut(status=a.status, entity=a.entity, attribute=a.attribute, cutoff=a.cutoff,
                      known_at=a.known_at, candidates=[fact(v) for v in a.candidates],
                      explain=a.explain, **top)
@@ -361,7 +367,7 @@ def fact_line(f: Fact | AnswerOut) -> str:
     """``value unit for period (version, authority; sources; times)``."""
     unit = f" {f.unit}" if f.unit else ""
     period = f.period.text if f.period else "-"
-    value = "[erased]" if getattr(f, "erased", False) else f.value
+    value = "[erased]" if isinstance(f, Fact) and f.erased else f.value
     return (f"{value}{unit} for {period} (version {f.version_id}, authority "
             f"{f.authority.value if f.authority else 'none'}; sources: {_sources(f.sources)}; "
             f"event {f.event_time}, available {_time(f.available_by)}, recorded {_time(f.recorded_at)})")
@@ -373,10 +379,12 @@ def _explain(e: Explain) -> str:
             + (", ".join(f"{k}={n}" for k, n in removed.items()) or "none"))
 
 
-def answer_text(a: AnswerOut) -> str:
-    """One line for the answer (one per candidate for a conflict), then explain."""
-    head = (f"{a.entity} {a.attribute} as of cutoff {_time(a.cutoff)}, known at "
-            f"{_time(a.known_at)}: ")
+def answer_text(a: AnswerOut, times: bool = True) -> str:
+    """One line for the answer (one per candidate for a conflict), then explain. Without
+    ``times`` the line leaves out the read's cutoff and known_at (a search states them
+    once, above all its hits)."""
+    head = f"{a.entity} {a.attribute}" + (f" as of cutoff {_time(a.cutoff)}, known at "
+                                          f"{_time(a.known_at)}" if times else "") + ": "
     if a.status == "active":
         lines = [head + "ACTIVE " + fact_line(a)]
     elif a.status == "conflicted":
@@ -424,7 +432,7 @@ def history_text(out: HistoryOut) -> str:
 
 def hit_line(h: HitOut) -> str:
     if h.fact is not None:
-        return f"#{h.rank.position} fact " + answer_text(h.fact)
+        return f"#{h.rank.position} fact " + answer_text(h.fact, times=False)
     if h.experience is not None:
         x = h.experience
         return (f"#{h.rank.position} experience {x.memory_id}: when {x.trigger}; do "

@@ -43,10 +43,8 @@ def build_server(memory: Memory, access: Access, grants: Grants | None = None, *
     if isinstance(access, TokenAccess):
         auth = {"token_verifier": access,
                 "auth": AuthSettings(issuer_url=url, resource_server_url=None)}
-    server = MCPServer("graphmem", instructions=INSTRUCTIONS, version=version("graphmem"),
-                       log_level="WARNING", **auth)
-    register(server, memory, access, grants or Grants())
-    return server
+    return MCPServer("graphmem", instructions=INSTRUCTIONS, version=version("graphmem"),
+                     log_level="WARNING", tools=register(memory, access, grants or Grants()), **auth)
 
 
 def loopback(host: str) -> bool:
