@@ -12,10 +12,12 @@ make universes of each ``--sizes`` rows. Each case runs in a child process of it
     reading, deciding, the importer's CSV, the importer, the finishing server (schema
     migrations, index population) until the server answers on the new database. Rows/s,
     seconds per step, peak RSS of the Python process and of the two JVMs (the
-    importer's, and the server's while it populates the indexes).
+    importer's, and the server's while it populates the indexes). The JVMs' memory is
+    ``offline.Sizes.of_machine()``, chosen once in the parent for every case.
 ``online``
     ``edgar.load`` (``graphmem load edgar``) of the first ``--online-companies``
-    companies into a fresh launcher of the same size (1 GiB heap, 512 MiB page cache):
+    companies into a fresh launcher with the finishing server's heap and the largest
+    page cache a bootstrap's finishing server may take (the same server settings):
     the online loader on a sample of the same files, run before and after the
     bootstraps (this machine is shared; the two runs bracket the bootstraps' load).
 
@@ -74,13 +76,15 @@ def child_bootstrap(spec: dict[str, Any]) -> dict[str, Any]:
 
     home = Path(spec["home"])
     cfg = srv.ServerConfig(home=home, port=spec["port"] or free_port(), heap="1g", pagecache="512m")
+    sizes = offline.Sizes(**spec["sizes"])
     scope = Scope(tenant="bench")
     load_before = load_average()
     with contextlib.ExitStack() as stack, universe.discover(spec["paths"]) as found:
         probe = stack.enter_context(Memory.connect(spec["probe_uri"])).db if spec["probe_uri"] else None
         chosen = universe.select(found)[: spec["companies"]]
         t = time.perf_counter()
-        loaded, report = offline.bootstrap(cfg, lambda build: loader.load(build, scope, chosen), probe=probe)
+        loaded, report = offline.bootstrap(cfg, lambda build: loader.load(build, scope, chosen), probe=probe,
+                                           sizes=sizes)
         wall = time.perf_counter() - t
     srv.stop(cfg)
     rows = loaded.totals()["rows"]
@@ -95,7 +99,9 @@ def child_online(spec: dict[str, Any]) -> dict[str, Any]:
     from graphmem import Memory, Scope
     from graphmem import server as srv
 
-    cfg = srv.ServerConfig(home=Path(spec["home"]), port=spec["port"] or free_port(), heap="1g", pagecache="512m")
+    sizes = spec["sizes"]
+    cfg = srv.ServerConfig(home=Path(spec["home"]), port=spec["port"] or free_port(), heap=sizes["heap"],
+                           pagecache=f"{sizes['pagecache_cap_mb']}m")
     srv.start(cfg)
     load_before = load_average()
     try:
@@ -175,8 +181,13 @@ def main() -> None:
     log(f"universe: {shape.companies} companies, {shape.rows:,} rows ({time.perf_counter() - t:.0f}s to have it), "
         f"load {load_average()}")
     ports = itertools.cycle([int(p) for p in args.ports.split(",") if p] or [0])
-    spec = {"paths": [str(paths["companyfacts"]), str(paths["submissions"])], "probe_uri": args.probe_uri}
-    results: dict[str, Any] = {"shape": {"companies": shape.companies, "filings": shape.filings,
+    from graphmem.offline import Sizes
+
+    sizes = dataclasses.asdict(Sizes.of_machine())
+    spec = {"paths": [str(paths["companyfacts"]), str(paths["submissions"])], "probe_uri": args.probe_uri,
+            "sizes": sizes}
+    log(f"JVM memory: {sizes}")
+    results: dict[str, Any] = {"sizes": sizes, "shape": {"companies": shape.companies, "filings": shape.filings,
                                          "concepts": shape.concepts, "rows_per_company": per_company},
                                "cases": {}}
 
