@@ -183,11 +183,11 @@ def main() -> None:
     ports = itertools.cycle([int(p) for p in args.ports.split(",") if p] or [0])
     from graphmem.offline import Sizes
 
-    sizes = dataclasses.asdict(Sizes.of_machine())
+    memory = dataclasses.asdict(Sizes.of_machine())
     spec = {"paths": [str(paths["companyfacts"]), str(paths["submissions"])], "probe_uri": args.probe_uri,
-            "sizes": sizes}
-    log(f"JVM memory: {sizes}")
-    results: dict[str, Any] = {"sizes": sizes, "shape": {"companies": shape.companies, "filings": shape.filings,
+            "sizes": memory}
+    log(f"JVM memory: {memory}")
+    results: dict[str, Any] = {"sizes": memory, "shape": {"companies": shape.companies, "filings": shape.filings,
                                          "concepts": shape.concepts, "rows_per_company": per_company},
                                "cases": {}}
 
