@@ -12,12 +12,11 @@ make universes of each ``--sizes`` rows. Each case runs in a child process of it
     reading, deciding, the importer's CSV, the importer, the finishing server (schema
     migrations, index population) until the server answers on the new database. Rows/s,
     seconds per step, peak RSS of the Python process and of the two JVMs (the
-    importer's, and the server's while it populates the indexes). The JVMs' memory is
-    ``offline.Sizes.of_machine()``, chosen once in the parent for every case.
+    importer's, and the server's while it populates the indexes). The importer's memory
+    is ``offline.Sizes.of_machine()``, chosen once in the parent.
 ``online``
     ``edgar.load`` (``graphmem load edgar``) of the first ``--online-companies``
-    companies into a fresh launcher with the finishing server's heap and the largest
-    page cache a bootstrap's finishing server may take (the same server settings):
+    companies into a fresh launcher of the same size (1 GiB heap, 512 MiB page cache):
     the online loader on a sample of the same files, run before and after the
     bootstraps (this machine is shared; the two runs bracket the bootstraps' load).
 
@@ -99,9 +98,7 @@ def child_online(spec: dict[str, Any]) -> dict[str, Any]:
     from graphmem import Memory, Scope
     from graphmem import server as srv
 
-    sizes = spec["sizes"]
-    cfg = srv.ServerConfig(home=Path(spec["home"]), port=spec["port"] or free_port(), heap=sizes["heap"],
-                           pagecache=f"{sizes['pagecache_cap_mb']}m")
+    cfg = srv.ServerConfig(home=Path(spec["home"]), port=spec["port"] or free_port(), heap="1g", pagecache="512m")
     srv.start(cfg)
     load_before = load_average()
     try:
@@ -186,7 +183,7 @@ def main() -> None:
     memory = dataclasses.asdict(Sizes.of_machine())
     spec = {"paths": [str(paths["companyfacts"]), str(paths["submissions"])], "probe_uri": args.probe_uri,
             "sizes": memory}
-    log(f"JVM memory: {memory}")
+    log(f"importer memory: {memory}")
     results: dict[str, Any] = {"sizes": memory, "shape": {"companies": shape.companies, "filings": shape.filings,
                                          "concepts": shape.concepts, "rows_per_company": per_company},
                                "cases": {}}

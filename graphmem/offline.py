@@ -12,26 +12,29 @@
 3. **import**: ``neo4j-admin database import full`` (Neo4j's own importer, from the
    launcher's Maven dependencies: ``org.neo4j.cli.AdminTool``) writes the store files of
    database ``neo4j`` in the staging folder, bypassing transactions;
-4. **finish** on a server started on the staging folder (:func:`finish`): the schema
-   objects (constraints, indexes, the full-text index), then, while the indexes
-   populate, what the importer cannot write (``bootstrap.entity_aliases``,
-   ``bootstrap.key_flags``); it returns once every index is online;
-5. **swap**: stop the target, move its database aside (if it has one), move the new one
-   in, start the target's server on it; if that start fails, the old database goes back
-   and its server is started again. The old database is deleted only once the new one
-   answers.
+4. **finish** on a server started on the staging folder (:func:`finish`): what the
+   importer cannot write (``bootstrap.entity_aliases``, ``bootstrap.key_flags``), then
+   the schema objects (constraints, indexes, the full-text index; no data migration,
+   ``schema.fresh``), populated before it returns;
+5. **swap**: stop the target, move its database aside, move the new one in, start the
+   target's server on it; if that start fails, the old database goes back and its
+   server is started again. The old database is deleted only once the new one answers.
 
 Until step 5 nothing of the target is touched, so a failure (bad input, the importer,
 a migration, a kill) leaves the old database where it was, serving as before; the
 staging folder is removed (``keep=True`` keeps it, for a look at the CSV files).
 
-Memory (:class:`Sizes`). A bootstrap is a one-off job that reads and writes the whole
-store, so its two JVMs get memory for it, chosen from the machine's available memory
-when it starts: the importer's heap and off-heap memory (with too little it makes
-several passes over the relationships), and the finishing server's heap and page cache
-(sized to the imported store, so that populating the indexes reads it from memory
-rather than evicting pages all along). The target's server then serves with its own
-configuration (``cfg.heap``, ``cfg.pagecache``).
+A home without a database (a first bootstrap) has nothing to keep serving: there, the
+imported database is moved into place before step 4, whose server is then the target's
+own and keeps running (one server start and stop fewer). A failure in step 4 moves it
+out again; a kill in step 4 leaves it in place, loaded but without its indexes, which
+the next ``migrate()`` (any ``graphmem load``) completes.
+
+The importer's memory (:class:`Sizes`) is chosen from the machine's available memory:
+with too little off-heap memory it makes several passes over the relationships. The
+servers run with the launcher's own heap and page cache: a page cache the size of the
+store made no measurable difference to the finish (the operating system's file cache
+holds the store the importer has just written; docs/PERFORMANCE.md).
 """
 
 from __future__ import annotations
@@ -76,7 +79,7 @@ class BootstrapReport:
     files: dict[str, int] = field(default_factory=dict)  # rows per importer input file
     seconds: dict[str, float] = field(default_factory=dict)  # build, import, finish, swap, total
     peak_rss_mb: dict[str, float] = field(default_factory=dict)  # importer, server (JVMs)
-    memory: dict[str, str] = field(default_factory=dict)  # the JVMs' sizes (Sizes)
+    memory: dict[str, str] = field(default_factory=dict)  # the importer's (Sizes)
     replaced: bool = False
 
 
@@ -121,9 +124,6 @@ def _peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
-_MB = 1024 * 1024
-
-
 def _available_mb() -> int:
     """The machine's available memory (MemAvailable: free plus reclaimable cache), in MB."""
     for line in Path("/proc/meminfo").read_text().splitlines():
@@ -138,29 +138,18 @@ def _clamp(mb: float, low: int, high: int) -> str:
 
 @dataclass(frozen=True)
 class Sizes:
-    """The memory of a bootstrap's JVMs (see the module docstring); :meth:`of_machine`
-    chooses them from the machine's available memory."""
+    """The importer's memory (see the module docstring); :meth:`of_machine` chooses it
+    from the machine's available memory."""
 
     importer_heap: str = "1g"
     importer_off_heap: str = "1g"
-    heap: str = "1g"  # the finishing server's
-    pagecache_cap_mb: int = 512  # the finishing server's page cache: the store's size, up to this
 
     @classmethod
     def of_machine(cls, available_mb: int | None = None) -> Sizes:
-        """An eighth of the available memory for each heap (1-4 GiB), a quarter for the
-        importer's off-heap memory (1-16 GiB) and at most a quarter for the page cache
-        (at least 512 MiB): a machine with 16 GiB available gives 2 GiB heaps, 4 GiB
-        off-heap and up to 4 GiB of page cache; the two JVMs never run at once."""
+        """An eighth of the available memory for the heap (1-4 GiB) and a quarter off
+        heap (1-16 GiB): a machine with 16 GiB available gives 2 GiB and 4 GiB."""
         mb = _available_mb() if available_mb is None else available_mb
-        return cls(importer_heap=_clamp(mb / 8, 1024, 4096), importer_off_heap=_clamp(mb / 4, 1024, 16384),
-                   heap=_clamp(mb / 8, 1024, 4096), pagecache_cap_mb=max(512, mb // 4))
-
-    def pagecache(self, store: Path) -> str:
-        """The finishing server's page cache for the store in ``store``: its size and a
-        quarter more (the indexes it is about to populate), within the cap."""
-        size = sum(f.stat().st_size for f in store.rglob("*") if f.is_file()) / _MB
-        return _clamp(size * 1.25, 512, self.pagecache_cap_mb)
+        return cls(importer_heap=_clamp(mb / 8, 1024, 4096), importer_off_heap=_clamp(mb / 4, 1024, 16384))
 
 
 def run_importer(data_dir: Path, files: ImportInput, *, heap: str = "1g", off_heap: str = "1g",
@@ -190,20 +179,18 @@ def run_importer(data_dir: Path, files: ImportInput, *, heap: str = "1g", off_he
 
 
 def finish(mem: Memory) -> int:
-    """On a server serving an imported database: the schema objects (``schema.fresh``:
-    the imported data is in the current shape, so no data migration), then what the
-    importer cannot write while the indexes populate in the background (those writes
-    touch no indexed property), then the wait until every index is online. Returns
-    the schema version."""
-    schema.apply(mem.db, schema.fresh())
+    """On a server serving an imported database: what the importer cannot write, then
+    the schema objects (``schema.fresh``: the imported data is in the current shape, so
+    no data migration), every index populated. Returns the schema version."""
     mem.db.write(lambda tx: tx.one("bootstrap.entity_aliases"), "bootstrap.entity_aliases")
     mem.db.schema("bootstrap.key_flags")  # auto-commit: it commits in batches
+    schema.apply(mem.db, schema.fresh())
     return schema.complete(mem.db)
 
 
-def _finish(cfg: srv.ServerConfig, report: BootstrapReport) -> None:
+def _finish(cfg: srv.ServerConfig, report: BootstrapReport, stop: bool = True) -> None:
     """``finish`` on a server started on ``cfg``'s database (its steps timed and its JVM's
-    peak memory noted in ``report``), stopped after."""
+    peak memory noted in ``report``), stopped after (``stop``) or on a failure."""
     clock = time.monotonic()
     status = srv.start(cfg)
     report.seconds["finish: start"] = time.monotonic() - clock
@@ -213,7 +200,10 @@ def _finish(cfg: srv.ServerConfig, report: BootstrapReport) -> None:
             finish(mem)
         report.seconds["finish: migrate"] = time.monotonic() - clock
         report.peak_rss_mb["server"] = _peak_rss_mb(status.pid or 0)
-    finally:
+    except BaseException:
+        srv.stop(cfg)
+        raise
+    if stop:
         clock = time.monotonic()
         srv.stop(cfg)
         report.seconds["finish: stop"] = time.monotonic() - clock
@@ -336,8 +326,7 @@ def bootstrap(cfg: srv.ServerConfig, load: Callable[[Build], T], *, replace: boo
     """Build a new database from what ``load`` writes into a Build, and serve it from
     ``cfg``'s launcher (see the module docstring). ``probe``: a database for the
     search-text probe (tests pass theirs; nothing is written to it). ``sizes``: the
-    memory of the importer and of the finishing server (by default
-    ``Sizes.of_machine()``)."""
+    importer's memory (by default ``Sizes.of_machine()``)."""
     sizes = sizes or Sizes.of_machine()
     started = time.monotonic()
     report = BootstrapReport(home=str(cfg.home), uri=cfg.uri)
@@ -357,18 +346,24 @@ def bootstrap(cfg: srv.ServerConfig, load: Callable[[Build], T], *, replace: boo
         report.files = files.rows
         report.seconds["build"] = time.monotonic() - clock
         clock = time.monotonic()
+        report.memory = dataclasses.asdict(sizes)
         report.peak_rss_mb["importer"] = run_importer(stage.data_dir, files, heap=sizes.importer_heap,
                                                       off_heap=sizes.importer_off_heap)
         report.seconds["import"] = time.monotonic() - clock
         if not keep:
             shutil.rmtree(files.folder, ignore_errors=True)
-        finishing = dataclasses.replace(stage, heap=sizes.heap, pagecache=sizes.pagecache(stage.data_dir / "data"))
-        report.memory = {"importer_heap": sizes.importer_heap, "importer_off_heap": sizes.importer_off_heap,
-                         "heap": finishing.heap, "pagecache": finishing.pagecache}
-        _finish(finishing, report)
-        clock = time.monotonic()
-        swap(cfg, stage.data_dir, running)
-        report.seconds["swap"] = time.monotonic() - clock
+        if report.replaced:
+            _finish(stage, report)
+            clock = time.monotonic()
+            swap(cfg, stage.data_dir, running)
+            report.seconds["swap"] = time.monotonic() - clock
+        else:  # no database to keep serving: finish this one in place, on the target's own server
+            stage.data_dir.rename(cfg.data_dir)
+            try:
+                _finish(cfg, report, stop=False)
+            except BaseException:
+                cfg.data_dir.rename(stage.data_dir)  # out of the target's place, deleted with the staging folder
+                raise
     finally:
         if not keep:
             shutil.rmtree(staging, ignore_errors=True)
