@@ -12,7 +12,8 @@ make universes of each ``--sizes`` rows. Each case runs in a child process of it
     reading, deciding, the importer's CSV, the importer, the finishing server (schema
     migrations, index population) until the server answers on the new database. Rows/s,
     seconds per step, peak RSS of the Python process and of the two JVMs (the
-    importer's, and the server's while it populates the indexes).
+    importer's, and the server's while it populates the indexes). The importer's memory
+    is ``offline.Sizes.of_machine()``, chosen once in the parent.
 ``online``
     ``edgar.load`` (``graphmem load edgar``) of the first ``--online-companies``
     companies into a fresh launcher of the same size (1 GiB heap, 512 MiB page cache):
@@ -74,13 +75,15 @@ def child_bootstrap(spec: dict[str, Any]) -> dict[str, Any]:
 
     home = Path(spec["home"])
     cfg = srv.ServerConfig(home=home, port=spec["port"] or free_port(), heap="1g", pagecache="512m")
+    sizes = offline.Sizes(**spec["sizes"])
     scope = Scope(tenant="bench")
     load_before = load_average()
     with contextlib.ExitStack() as stack, universe.discover(spec["paths"]) as found:
         probe = stack.enter_context(Memory.connect(spec["probe_uri"])).db if spec["probe_uri"] else None
         chosen = universe.select(found)[: spec["companies"]]
         t = time.perf_counter()
-        loaded, report = offline.bootstrap(cfg, lambda build: loader.load(build, scope, chosen), probe=probe)
+        loaded, report = offline.bootstrap(cfg, lambda build: loader.load(build, scope, chosen), probe=probe,
+                                           sizes=sizes)
         wall = time.perf_counter() - t
     srv.stop(cfg)
     rows = loaded.totals()["rows"]
@@ -175,8 +178,13 @@ def main() -> None:
     log(f"universe: {shape.companies} companies, {shape.rows:,} rows ({time.perf_counter() - t:.0f}s to have it), "
         f"load {load_average()}")
     ports = itertools.cycle([int(p) for p in args.ports.split(",") if p] or [0])
-    spec = {"paths": [str(paths["companyfacts"]), str(paths["submissions"])], "probe_uri": args.probe_uri}
-    results: dict[str, Any] = {"shape": {"companies": shape.companies, "filings": shape.filings,
+    from graphmem.offline import Sizes
+
+    memory = dataclasses.asdict(Sizes.of_machine())
+    spec = {"paths": [str(paths["companyfacts"]), str(paths["submissions"])], "probe_uri": args.probe_uri,
+            "sizes": memory}
+    log(f"importer memory: {memory}")
+    results: dict[str, Any] = {"sizes": memory, "shape": {"companies": shape.companies, "filings": shape.filings,
                                          "concepts": shape.concepts, "rows_per_company": per_company},
                                "cases": {}}
 

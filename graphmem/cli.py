@@ -466,7 +466,7 @@ def _bootstrap(load: Any, home: Path | None, port: int, replace: bool, password:
 @bootstrap.command("finish")
 def bootstrap_finish() -> None:
     """After an import made with --csv: complete the database at $GRAPHMEM_NEO4J_URI
-    (empty alias lists, then the schema migrations with every index populated)."""
+    (the schema objects, the empty lists the importer cannot write, every index populated)."""
     from . import offline
 
     with _connect() as mem:

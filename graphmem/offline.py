@@ -12,10 +12,10 @@
 3. **import**: ``neo4j-admin database import full`` (Neo4j's own importer, from the
    launcher's Maven dependencies: ``org.neo4j.cli.AdminTool``) writes the store files of
    database ``neo4j`` in the staging folder, bypassing transactions;
-4. **finish** on a server started on the staging folder: what the importer cannot
-   write (``bootstrap.entity_aliases``, ``bootstrap.key_flags``), then the schema migrations
-   (``Memory.migrate``: constraints, indexes, the full-text index, populated before it
-   returns);
+4. **finish** on a server started on the staging folder (:func:`finish`): what the
+   importer cannot write (``bootstrap.entity_aliases``, ``bootstrap.key_flags``), then
+   the schema objects (constraints, indexes, the full-text index; no data migration,
+   ``schema.fresh``), populated before it returns;
 5. **swap**: stop the target, move its database aside, move the new one in, start the
    target's server on it; if that start fails, the old database goes back and its
    server is started again. The old database is deleted only once the new one answers.
@@ -26,13 +26,20 @@ staging folder is removed (``keep=True`` keeps it, for a look at the CSV files).
 
 A home without a database (a first bootstrap) has nothing to keep serving: there, the
 imported database is moved into place before step 4, whose server is then the target's
-own and keeps running (one server start fewer). A failure in step 4 moves it out again;
-a kill in step 4 leaves it in place, loaded but without its indexes, which the next
-``migrate()`` (any ``graphmem load``) completes.
+own and keeps running (one server start and stop fewer). A failure in step 4 moves it
+out again; a kill in step 4 leaves it in place, loaded but without its indexes, which
+the next ``migrate()`` (any ``graphmem load``) completes.
+
+The importer's memory (:class:`Sizes`) is chosen from the machine's available memory:
+with too little off-heap memory it makes several passes over the relationships. The
+servers run with the launcher's own heap and page cache: a page cache the size of the
+store made no measurable difference to the finish (the operating system's file cache
+holds the store the importer has just written; docs/PERFORMANCE.md).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import shutil
@@ -49,6 +56,7 @@ from typing import Any, TypeVar
 
 import neo4j
 
+from . import schema
 from . import server as srv
 from .bulk import Build, Totals
 from .db import Database
@@ -71,6 +79,7 @@ class BootstrapReport:
     files: dict[str, int] = field(default_factory=dict)  # rows per importer input file
     seconds: dict[str, float] = field(default_factory=dict)  # build, import, finish, swap, total
     peak_rss_mb: dict[str, float] = field(default_factory=dict)  # importer, server (JVMs)
+    memory: dict[str, str] = field(default_factory=dict)  # the importer's (Sizes)
     replaced: bool = False
 
 
@@ -115,6 +124,34 @@ def _peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
+def _available_mb() -> int:
+    """The machine's available memory (MemAvailable: free plus reclaimable cache), in MB."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) // 1024
+    return 4096  # not Linux: a small machine's worth
+
+
+def _clamp(mb: float, low: int, high: int) -> str:
+    return f"{int(max(low, min(high, mb)))}m"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The importer's memory (see the module docstring); :meth:`of_machine` chooses it
+    from the machine's available memory."""
+
+    importer_heap: str = "1g"
+    importer_off_heap: str = "1g"
+
+    @classmethod
+    def of_machine(cls, available_mb: int | None = None) -> Sizes:
+        """An eighth of the available memory for the heap (1-4 GiB) and a quarter off
+        heap (1-16 GiB): a machine with 16 GiB available gives 2 GiB and 4 GiB."""
+        mb = _available_mb() if available_mb is None else available_mb
+        return cls(importer_heap=_clamp(mb / 8, 1024, 4096), importer_off_heap=_clamp(mb / 4, 1024, 16384))
+
+
 def run_importer(data_dir: Path, files: ImportInput, *, heap: str = "1g", off_heap: str = "1g",
                  threads: int | None = None, log: Path | None = None) -> float:
     """``neo4j-admin database import full`` into ``data_dir`` (a launcher's data
@@ -143,10 +180,12 @@ def run_importer(data_dir: Path, files: ImportInput, *, heap: str = "1g", off_he
 
 def finish(mem: Memory) -> int:
     """On a server serving an imported database: what the importer cannot write, then
-    the schema migrations, every index populated. Returns the schema version."""
+    the schema objects (``schema.fresh``: the imported data is in the current shape, so
+    no data migration), every index populated. Returns the schema version."""
     mem.db.write(lambda tx: tx.one("bootstrap.entity_aliases"), "bootstrap.entity_aliases")
     mem.db.schema("bootstrap.key_flags")  # auto-commit: it commits in batches
-    return mem.migrate()
+    schema.apply(mem.db, schema.fresh())
+    return schema.complete(mem.db)
 
 
 def _finish(cfg: srv.ServerConfig, report: BootstrapReport, stop: bool = True) -> None:
@@ -282,11 +321,13 @@ def _clean_stale(home: Path) -> None:
 
 
 def bootstrap(cfg: srv.ServerConfig, load: Callable[[Build], T], *, replace: bool = False,
-              probe: Database | None = None, keep: bool = False, importer_heap: str = "1g",
-              importer_off_heap: str = "1g") -> tuple[T, BootstrapReport]:
+              probe: Database | None = None, keep: bool = False,
+              sizes: Sizes | None = None) -> tuple[T, BootstrapReport]:
     """Build a new database from what ``load`` writes into a Build, and serve it from
     ``cfg``'s launcher (see the module docstring). ``probe``: a database for the
-    search-text probe (tests pass theirs; nothing is written to it)."""
+    search-text probe (tests pass theirs; nothing is written to it). ``sizes``: the
+    importer's memory (by default ``Sizes.of_machine()``)."""
+    sizes = sizes or Sizes.of_machine()
     started = time.monotonic()
     report = BootstrapReport(home=str(cfg.home), uri=cfg.uri)
     running = check_target(cfg, replace)
@@ -305,8 +346,9 @@ def bootstrap(cfg: srv.ServerConfig, load: Callable[[Build], T], *, replace: boo
         report.files = files.rows
         report.seconds["build"] = time.monotonic() - clock
         clock = time.monotonic()
-        report.peak_rss_mb["importer"] = run_importer(stage.data_dir, files, heap=importer_heap,
-                                                      off_heap=importer_off_heap)
+        report.memory = dataclasses.asdict(sizes)
+        report.peak_rss_mb["importer"] = run_importer(stage.data_dir, files, heap=sizes.importer_heap,
+                                                      off_heap=sizes.importer_off_heap)
         report.seconds["import"] = time.monotonic() - clock
         if not keep:
             shutil.rmtree(files.folder, ignore_errors=True)
