@@ -101,9 +101,13 @@ def _reasons(counts: dict[str, int]) -> str:
     return ", ".join(f"{reason}={n}" for reason, n in counts.items()) or "-"
 
 
+_SKIPPED_SHOWN = 50  # members skipped that a text report names (--json: all)
+
+
 def universe_report(report: Any) -> str:
     """A ``load edgar`` report: one line per company, the totals, quarantine by reason,
-    the filings with quarantined rows, and the failed or missing companies."""
+    the filings with quarantined rows, the failed or missing companies, and the members
+    of the inputs skipped as unreadable (the first 50; ``--json`` lists every one)."""
     rows = [(c.cik, (c.name or "")[:32], c.status, c.sources, c.filings_recorded, c.rows, c.versions_created,
              c.evidence_added, c.rerounded, c.quarantined, _reasons(c.quarantine), f"{c.seconds:.1f}")
             for c in report.companies]
@@ -111,7 +115,8 @@ def universe_report(report: Any) -> str:
                    "rerounded", "quarantined", "quarantined by reason", "seconds"), rows)]
     t = report.totals()
     text.append(f"total: {sum(t['companies'].values())} companies ({_reasons(t['companies'])}), "
-                f"{t['rows']:,} rows, {t['versions_created']:,} versions, {t['evidence_added']:,} corroborations, "
+                + (f"{t['skipped']:,} unreadable file(s) skipped, " if t["skipped"] else "")
+                + f"{t['rows']:,} rows, {t['versions_created']:,} versions, {t['evidence_added']:,} corroborations, "
                 f"{t['rerounded']:,} re-rounded, {t['quarantined']:,} quarantined, "
                 f"{t['filings_recorded']:,} filings already recorded; {t['seconds']:.1f} s"
                 + (f" ({t['rows_per_s']:,.0f} rows/s)" if t["rows_per_s"] else ""))
@@ -125,6 +130,9 @@ def universe_report(report: Any) -> str:
                         f"{', '.join(c.missing_pages)}")
         if c.status in ("failed", "missing"):
             text.append(f"CIK {c.cik}: {c.status}: {c.error}")
+    text += [f"skipped {s.file}: {s.reason}" for s in report.skipped[:_SKIPPED_SHOWN]]
+    if len(report.skipped) > _SKIPPED_SHOWN:
+        text.append(f"... and {len(report.skipped) - _SKIPPED_SHOWN:,} more skipped (--json lists them all)")
     return "\n".join(text[:1] + [printable(line) for line in text[1:]])  # the table is escaped cell by cell
 
 
