@@ -339,8 +339,8 @@ def _universe_done(command: str, report: Any) -> None:
         parts.append(f"{len(bad)} of {len(report.companies)} companies not loaded: "
                      + ", ".join(f"CIK {c.cik} ({c.status})" for c in bad[:10]) + (" ..." if len(bad) > 10 else ""))
     if skipped:
-        parts.append(f"{len(skipped)} unreadable file(s) skipped: "
-                     + ", ".join(f"{s.file} ({s.reason})" for s in skipped[:10]) + (" ..." if len(skipped) > 10 else ""))
+        parts.append(f"{len(skipped)} unreadable file(s) skipped: " + ", ".join(
+            f"{s.file} ({s.reason})" for s in skipped[:10]) + (" ..." if len(skipped) > 10 else ""))
     if len(bad) == len(report.companies):
         raise InputError(command, "; ".join(parts))
     click.echo(render.printable(f"graphmem: incomplete: {command}: {'; '.join(parts)}"), err=True)

@@ -45,7 +45,6 @@ from pathlib import Path
 from typing import IO, Any
 
 import ijson
-
 from pydantic import BaseModel, ConfigDict
 
 from graphmem.errors import InputError

@@ -23,15 +23,14 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from graphmem.loaders import availability as av
 from graphmem.loaders import edgar, sec, universe
 from graphmem.loaders.spool import Spool, clean_stale
 from graphmem.loaders.synthetic import SyntheticUniverse
 
-from click.testing import CliRunner
-from graphmem.cli import main
-
 from graphmem import InputError, Period, Scope
+from graphmem.cli import main
 
 UTC = dt.UTC
 FIXTURES = Path(__file__).parent / "fixtures"
