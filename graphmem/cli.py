@@ -244,8 +244,16 @@ def load() -> None:
     """Load filings into the memory as sources and fact versions."""
 
 
+def _in_a_folder(ctx: click.Context, param: click.Parameter, path: Path | None) -> Path | None:
+    """A file an option writes: its folder must exist, said naming the option before
+    anything is read or written (not the OS's error once the load has begun)."""
+    if path is not None and not path.parent.is_dir():
+        raise InputError(param.opts[0], f"{path}: no such folder: {path.parent}")
+    return path
+
+
 _QUARANTINE = click.option("--quarantine", "quarantine_file", type=click.Path(dir_okay=False, path_type=Path),
-                           help="Write every quarantined row to this file (JSON Lines).")
+                           callback=_in_a_folder, help="Write every quarantined row to this file (JSON Lines).")
 
 
 def _companyfacts_options(fn: Any) -> Any:
@@ -519,14 +527,18 @@ def asof(entity: str, attribute: str, period: str | None, unit: str | None, cuto
 
 
 def _entity_ids(path: Path | None) -> list[str] | None:
-    """Entity ids from a file, one per line (blank lines and ``#`` comments skipped)."""
+    """Entity ids from a file, one per line (blank lines and ``#`` comments skipped).
+
+    Lines end at a newline (``\n`` or ``\r\n``) and nowhere else: ``str.splitlines``
+    would also cut at a vertical tab, a form feed or a line separator inside an id."""
     if path is None:
         return None
     try:
-        text = path.read_text(encoding="utf-8-sig") if str(path) != "-" else sys.stdin.read()
+        data = path.read_bytes() if str(path) != "-" else sys.stdin.buffer.read()
+        text = data.decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError("--entities", f"{path}: cannot read it as UTF-8 text: {exc}") from exc
-    ids = [line.strip() for line in text.splitlines()]
+    ids = [line.strip() for line in text.split("\n")]
     ids = [i for i in ids if i and not i.startswith("#")]
     if not ids:
         raise InputError("--entities", f"{path}: no entity ids (one per line)")

@@ -571,3 +571,13 @@ def test_an_archive_or_folder_with_nothing_to_load_is_an_error(uri, mem, tmp_pat
         done = _load_edgar(uri, tenant, source)
         assert (done.exit_code, done.stdout, done.stderr.strip()) == (1, "", expected)
     assert mem.counts(Scope(tenant=tenant))["versions"] == 0
+
+
+def test_quarantine_into_a_missing_folder_names_the_option_before_anything_is_read(tmp_path):
+    missing = tmp_path / "no-such-folder" / "rows.jsonl"
+    for command in (["load", "edgar", str(LPA)], ["load", "companyfacts", str(LPA)],
+                    ["bootstrap", "edgar", str(LPA), "--csv", str(tmp_path / "csv")]):
+        done = CliRunner().invoke(main, [*command, "--quarantine", str(missing)], env={"GRAPHMEM_NEO4J_URI": ""})
+        assert (done.exit_code, done.stderr.strip()) == (
+            1, f"graphmem: error: --quarantine: {missing}: no such folder: {missing.parent}"), command
+    assert not (tmp_path / "csv").exists()
