@@ -6,6 +6,8 @@ memory, as ``Memory.screen`` returns it, and only the rendering is timed.
 
     .venv/bin/python bench/bench_screen_table.py [--rows 20000 100000] [--repeat 5] [--baseline-repeat 1]
 
+(rich's layout of 100,000 rows takes minutes: ``--baseline-repeat 0`` leaves it out.)
+
 Prints one line per (rows, way): median and p95 seconds over the repetitions.
 """
 
@@ -83,6 +85,8 @@ def main() -> None:
                 ("table, plain (render.screen)", lambda s=s: render.screen(s), args.repeat),
                 ("csv, every row", lambda s=s: as_csv(s), args.repeat)]
         for way, fn, repeat in ways:
+            if not repeat:  # --baseline-repeat 0: the baseline is not run
+                continue
             log(f"{rows:,} rows: {way} x {repeat}")
             seconds, size = timed(fn, repeat)
             print(f"{rows:>8,} {way:<34} {pct(seconds, 50):>9.2f} {pct(seconds, 95):>8.2f} {size:>12,}", flush=True)

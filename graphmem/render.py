@@ -53,10 +53,13 @@ def plain_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> Iterat
     trailing spaces."""
     from rich.cells import cell_len
 
+    def width(text: str) -> int:  # terminal cells: wide characters take two
+        return len(text) if text.isascii() else cell_len(text)
+
     cells = [tuple(printable("" if c is None else c) for c in row) for row in rows]
-    widths = [max([cell_len(h), *(cell_len(row[i]) for row in cells)]) for i, h in enumerate(headers)]
+    widths = [max([width(h), *(width(row[i]) for row in cells)]) for i, h in enumerate(headers)]
     for row in (tuple(headers), *cells):
-        yield "  ".join(c + " " * (w - cell_len(c)) for c, w in zip(row, widths, strict=True)).rstrip()
+        yield "  ".join(c + " " * (w - width(c)) for c, w in zip(row, widths, strict=True)).rstrip()
 
 
 def _when(value: Any) -> str:
