@@ -459,12 +459,14 @@ def test_replace_through_the_command_line_serves_the_new_database(booted):
 
 
 def test_bootstrap_edgar_skips_and_names_an_unreadable_member_as_load_edgar_does(migrated, tmp_path):
-    """The offline path reads its inputs as `load edgar` does: LPA beside a broken member
-    of the ZIP is written to the importer's input (--csv: no server needed), the member is
-    named with its reason, exit 5; an empty ZIP is an error and writes nothing."""
+    """The offline path reads its inputs as `load edgar` does: a company beside a broken
+    member of the ZIP is written to the importer's input (--csv: no server needed), the
+    member is named with its reason, exit 5; an empty ZIP is an error and writes nothing."""
     archive = tmp_path / "edgar.zip"
+    row = {"end": "2023-12-31", "val": 7, "accn": "0001997711-24-000001", "form": "10-K", "filed": "2024-02-01"}
     with zipfile.ZipFile(archive, "w") as z:
-        z.writestr("CIK0001997711.json", LPA[0].read_bytes())
+        z.writestr("CIK0001997711.json", json.dumps({"cik": 1997711, "entityName": "Tiny", "facts": {
+            "us-gaap": {"Revenues": {"units": {"USD": [row]}}}}}))
         z.writestr("broken.json", "{broken")
     env = {"GRAPHMEM_NEO4J_URI": migrated.uri}
     done = CliRunner().invoke(main, ["bootstrap", "edgar", str(archive), "--csv", str(tmp_path / "csv"), "--json"],
