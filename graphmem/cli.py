@@ -3,9 +3,9 @@
 Exit codes: 0 success, 1 an error (bad input, not found, a server fault, retries
 exhausted), 2 a usage error, 3 no server (``server status``), 4 nothing found (``asof``,
 ``screen``), 5 a universe load that left something out (``load edgar``, ``bootstrap
-edgar``: a company failed or was not found, or a member of the inputs was unreadable; the
-rest loaded, the report names each). Every error prints ONE line on stderr naming what failed
-and where (a load: the file, and the filing whose write failed); ``--debug`` shows the
+edgar``: a company failed or was not found, or a member of the inputs was unreadable;
+the rest loaded, the report names each). Every error prints ONE line on stderr naming
+what failed and where (a load: the file, and the filing whose write failed); ``--debug`` shows the
 traceback instead (and the retries of transient faults, which otherwise print nothing).
 Values from stored data or input are shown through ``render.printable`` (control
 characters escaped).
