@@ -5,8 +5,9 @@ exhausted), 2 a usage error, 3 no server (``server status``), 4 nothing found (`
 ``screen``), 5 a universe load that left something out (``load edgar``, ``bootstrap
 edgar``: a company failed or was not found, or a member of the inputs was unreadable;
 the rest loaded, the report names each). Every error prints ONE line on stderr naming
-what failed and where (a load: the file, and the filing whose write failed); ``--debug`` shows the
-traceback instead (and the retries of transient faults, which otherwise print nothing).
+what failed and where (a load: the file, and the filing whose write failed); ``--debug``
+shows the traceback instead (and the retries of transient faults, which otherwise print
+nothing).
 Values from stored data or input are shown through ``render.printable`` (control
 characters escaped).
 """
