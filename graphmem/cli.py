@@ -1,9 +1,13 @@
 """The ``graphmem`` command line: run the local Neo4j, migrate, and query the memory.
 
 Exit codes: 0 success, 1 an error (bad input, not found, a server fault, retries
-exhausted), 2 a usage error. Every error prints ONE line on stderr naming what failed
-and where (a load: the file, and the filing whose write failed); ``--debug`` shows the
-traceback instead (and the retries of transient faults, which otherwise print nothing).
+exhausted), 2 a usage error, 3 no server (``server status``), 4 nothing found (``asof``,
+``screen``), 5 a universe load that left something out (``load edgar``, ``bootstrap
+edgar``: a company failed or was not found, or a member of the inputs was unreadable;
+the rest loaded, the report names each). Every error prints ONE line on stderr naming
+what failed and where (a load: the file, and the filing whose write failed); ``--debug``
+shows the traceback instead (and the retries of transient faults, which otherwise print
+nothing).
 Values from stored data or input are shown through ``render.printable`` (control
 characters escaped).
 """
@@ -241,8 +245,16 @@ def load() -> None:
     """Load filings into the memory as sources and fact versions."""
 
 
+def _in_a_folder(ctx: click.Context, param: click.Parameter, path: Path | None) -> Path | None:
+    """A file an option writes: its folder must exist, said naming the option before
+    anything is read or written (not the OS's error once the load has begun)."""
+    if path is not None and not path.parent.is_dir():
+        raise InputError(param.opts[0], f"{path}: no such folder: {path.parent}")
+    return path
+
+
 _QUARANTINE = click.option("--quarantine", "quarantine_file", type=click.Path(dir_okay=False, path_type=Path),
-                           help="Write every quarantined row to this file (JSON Lines).")
+                           callback=_in_a_folder, help="Write every quarantined row to this file (JSON Lines).")
 
 
 def _companyfacts_options(fn: Any) -> Any:
@@ -304,8 +316,9 @@ def _universe_options(fn: Any) -> Any:
 @contextlib.contextmanager
 def _universe(paths: tuple[Path, ...], ciks: tuple[str, ...], ciks_file: Path | None, tickers: tuple[str, ...],
               company_tickers: Path | None) -> Any:
-    """The companies the options select from the inputs (the inputs open while in use);
-    files that are not EDGAR JSON are listed on stderr afterwards."""
+    """The companies the options select from the inputs and the members skipped as
+    unreadable (the inputs open while in use). Nothing to load is an error, before
+    anything is written."""
     from .loaders import universe
 
     wanted = universe.parse_ciks(_items(ciks), "--cik") if ciks else None
@@ -313,20 +326,34 @@ def _universe(paths: tuple[Path, ...], ciks: tuple[str, ...], ciks_file: Path | 
         lines = ciks_file.read_text(encoding="utf-8-sig").splitlines()
         wanted = (wanted or []) + universe.parse_ciks(lines, str(ciks_file))
     with universe.discover(paths) as found:
-        yield universe.select(found, ciks=wanted, tickers=_items(tickers) if tickers else None,
-                              tickers_file=company_tickers)
-    if found.skipped:
-        click.echo(f"skipped {len(found.skipped)} file(s) that are not EDGAR JSON: {', '.join(found.skipped[:5])}"
-                   + (" ..." if len(found.skipped) > 5 else ""), err=True)
+        chosen = universe.select(found, ciks=wanted, tickers=_items(tickers) if tickers else None,
+                                 tickers_file=company_tickers)
+        if not chosen:
+            raise InputError(", ".join(map(str, paths)), "nothing to load: no companyfacts file in the inputs")
+        yield chosen, found.skipped
+
+
+PARTIAL = 5  # the exit code of a universe load that left something out
 
 
 def _universe_done(command: str, report: Any) -> None:
-    """Exit 1 (InputError) when a company failed or was asked for and not found."""
-    bad = [c for c in report.companies if c.status in ("failed", "missing")]
+    """Name what a universe load left out, in one line on stderr: failed or missing
+    companies and unreadable members. Exit 1 (an error) when no company loaded, else
+    exit 5 (the others loaded)."""
+    bad, skipped = report.not_loaded, report.skipped
+    if not bad and not skipped:
+        return
+    parts = []
     if bad:
-        raise InputError(command, f"{len(bad)} of {len(report.companies)} companies not loaded: "
-                         + ", ".join(f"CIK {c.cik} ({c.status})" for c in bad[:10])
-                         + (" ..." if len(bad) > 10 else ""))
+        parts.append(f"{len(bad)} of {len(report.companies)} companies not loaded: "
+                     + ", ".join(f"CIK {c.cik} ({c.status})" for c in bad[:10]) + (" ..." if len(bad) > 10 else ""))
+    if skipped:
+        parts.append(f"{len(skipped)} unreadable file(s) skipped: " + ", ".join(
+            f"{s.file} ({s.reason})" for s in skipped[:10]) + (" ..." if len(skipped) > 10 else ""))
+    if len(bad) == len(report.companies):
+        raise InputError(command, "; ".join(parts))
+    click.echo(render.printable(f"graphmem: incomplete: {command}: {'; '.join(parts)}"), err=True)
+    sys.exit(PARTIAL)
 
 
 @load.command("edgar")
@@ -340,15 +367,16 @@ def load_edgar(paths: tuple[Path, ...], ciks: tuple[str, ...], ciks_file: Path |
                scope_keys: tuple[str, ...], as_json: bool) -> None:
     """Load a universe of SEC companies: the bulk archives companyfacts.zip and
     submissions.zip (read without unpacking), folders of CIK##########.json files, or
-    single files. Resumable: a re-run skips what is recorded. Exit 1 when a company
-    failed or was asked for and not found (the report lists them)."""
+    single files. Resumable: a re-run skips what is recorded. A company that fails, or a
+    member that is not EDGAR JSON, is named in the report and the rest loads: exit 5
+    then (exit 1 when nothing loaded)."""
     from .loaders import edgar
 
     scope = _scope(tenant, scope_keys)
-    with _universe(paths, ciks, ciks_file, tickers, company_tickers) as chosen, _connect() as mem, \
+    with _universe(paths, ciks, ciks_file, tickers, company_tickers) as (chosen, skipped), _connect() as mem, \
             _quarantine(quarantine_file) as sink:
         mem.migrate()
-        report = edgar.load(mem, scope, chosen, resume=not no_resume, quarantine=sink)
+        report = edgar.load(mem, scope, chosen, resume=not no_resume, quarantine=sink, skipped=skipped)
     click.echo(edgar.report_json(report) if as_json else render.universe_report(report))
     _universe_done("load edgar", report)
 
@@ -419,14 +447,15 @@ def bootstrap_edgar(paths: tuple[Path, ...], ciks: tuple[str, ...], ciks_file: P
                     company_tickers: Path | None, quarantine_file: Path | None, tenant: str,
                     scope_keys: tuple[str, ...], **options: Any) -> None:
     """A universe of SEC companies into a new database (what `load edgar` would write,
-    same inputs and selection). Exit 1 when a company failed or was asked for and not
-    found; the others are bootstrapped all the same."""
+    same inputs and selection). What `load edgar` leaves out is left out here, with the
+    same report and exit code; the others are bootstrapped all the same."""
     from .loaders import bootstrap as loader
 
     scope = _scope(tenant, scope_keys)
-    with _universe(paths, ciks, ciks_file, tickers, company_tickers) as chosen, \
+    with _universe(paths, ciks, ciks_file, tickers, company_tickers) as (chosen, skipped), \
             _quarantine(quarantine_file) as sink:
-        universe = _bootstrap(lambda build: loader.load(build, scope, chosen, quarantine=sink), **options)
+        universe = _bootstrap(lambda build: loader.load(build, scope, chosen, quarantine=sink, skipped=skipped),
+                              **options)
     _universe_done("bootstrap edgar", universe)
 
 
@@ -499,14 +528,18 @@ def asof(entity: str, attribute: str, period: str | None, unit: str | None, cuto
 
 
 def _entity_ids(path: Path | None) -> list[str] | None:
-    """Entity ids from a file, one per line (blank lines and ``#`` comments skipped)."""
+    """Entity ids from a file, one per line (blank lines and ``#`` comments skipped).
+
+    Lines end at a newline (``\n`` or ``\r\n``) and nowhere else: ``str.splitlines``
+    would also cut at a vertical tab, a form feed or a line separator inside an id."""
     if path is None:
         return None
     try:
-        text = path.read_text(encoding="utf-8-sig") if str(path) != "-" else sys.stdin.read()
+        data = path.read_bytes() if str(path) != "-" else sys.stdin.buffer.read()
+        text = data.decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError("--entities", f"{path}: cannot read it as UTF-8 text: {exc}") from exc
-    ids = [line.strip() for line in text.splitlines()]
+    ids = [line.strip() for line in text.split("\n")]
     ids = [i for i in ids if i and not i.startswith("#")]
     if not ids:
         raise InputError("--entities", f"{path}: no entity ids (one per line)")

@@ -23,7 +23,7 @@ from graphmem.models import Entity, FactIn, Scope, Source, WriteReport
 
 from . import edgar
 from .quarantine import Sink
-from .universe import Company, Document
+from .universe import Company, Document, Skipped
 
 
 class Offline:
@@ -64,9 +64,10 @@ class Offline:
 
 
 def load(build: Build, scope: Scope, companies: Iterable[Company], *, quarantine: Sink | None = None,
-         show_progress: bool | None = None) -> edgar.UniverseReport:
+         show_progress: bool | None = None, skipped: Sequence[Skipped] = ()) -> edgar.UniverseReport:
     """A universe into ``build``, as :func:`edgar.load` loads it into a Memory."""
-    return edgar.load(Offline(build), scope, companies, quarantine=quarantine, show_progress=show_progress)
+    return edgar.load(Offline(build), scope, companies, quarantine=quarantine, show_progress=show_progress,
+                      skipped=skipped)
 
 
 def load_files(build: Build, scope: Scope, companyfacts: str | Path | Document,

@@ -33,7 +33,10 @@ load, and a re-run continues.
 The report (:class:`UniverseReport`) has one :class:`CompanyReport` per company:
 rows, versions, corroborations, re-roundings, quarantined rows by reason, seconds, and
 its status (``loaded``, ``recorded`` — nothing to do —, ``failed`` or ``missing``: asked
-for but not in the inputs).
+for but not in the inputs); and every member of the inputs that could not be read as
+EDGAR JSON, with its reason (``skipped``, from :attr:`.universe.Universe.skipped`). A
+failed company and a skipped member are the same kind of thing one level apart: what
+could not be read is named, and everything else loads.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ from . import sec
 from ._common import LoadReport, universe_progress, write_filing
 from .quarantine import Sink
 from .spool import clean_stale
-from .universe import Company, Document
+from .universe import Company, Document, Skipped
 
 __all__ = ["CompanyReport", "Online", "Store", "UniverseReport", "load", "load_company", "load_files"]
 
@@ -77,7 +80,13 @@ class UniverseReport(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     companies: list[CompanyReport] = Field(default_factory=list)
+    skipped: list[Skipped] = Field(default_factory=list)
     seconds: float = 0.0
+
+    @property
+    def not_loaded(self) -> list[CompanyReport]:
+        """The companies that failed, or were asked for and not found."""
+        return [c for c in self.companies if c.status in ("failed", "missing")]
 
     def totals(self) -> dict[str, Any]:
         """Sums over the companies: counts, quarantine by reason, companies by status."""
@@ -89,6 +98,7 @@ class UniverseReport(BaseModel):
             reasons.update(c.quarantine)
         out["quarantine"] = dict(sorted(reasons.items()))
         out["companies"] = dict(sorted(Counter(c.status for c in self.companies).items()))
+        out["skipped"] = len(self.skipped)
         out["seconds"] = self.seconds
         out["rows_per_s"] = round(out["rows"] / self.seconds, 1) if self.seconds else None
         return out
@@ -264,10 +274,12 @@ def _write(store: Store, scope: Scope, facts: sec.CompanyFacts, report: CompanyR
 
 def load(mem: Memory | Store, scope: Scope, companies: Iterable[Company], *, ny_clock: bool | None = None,
          reround: bool = True, resume: bool = True, quarantine: Sink | None = None,
-         show_progress: bool | None = None, total: int | None = None) -> UniverseReport:
+         show_progress: bool | None = None, total: int | None = None,
+         skipped: Sequence[Skipped] = ()) -> UniverseReport:
     """Load every company (one after the other); see the module docstring.
 
-    ``companies``: from :func:`graphmem.loaders.universe.select`. Spool folders left by
+    ``companies``: from :func:`graphmem.loaders.universe.select`; ``skipped``: what the
+    universe could not read (its ``skipped``), for the report. Spool folders left by
     killed loads are deleted first. A progress bar (companies, filings, rows, rate,
     ETA) shows on a terminal only (``show_progress`` forces it on or off).
     """
@@ -277,7 +289,7 @@ def load(mem: Memory | Store, scope: Scope, companies: Iterable[Company], *, ny_
     clean_stale()
     companies = list(companies) if total is None else companies
     count = total if total is not None else len(companies)  # type: ignore[arg-type]
-    out = UniverseReport()
+    out = UniverseReport(skipped=list(skipped))
     with universe_progress(count, show_progress) as bar:
         for company in companies:
             bar.company(f"CIK {company.cik}")
@@ -303,6 +315,6 @@ def load_files(mem: Memory | Store, scope: Scope, companyfacts: str | Path | Doc
 
 
 def report_json(report: UniverseReport) -> str:
-    """The whole report as JSON: totals, then each company."""
-    return json.dumps({"totals": report.totals(), "companies": [c.model_dump() for c in report.companies]},
-                      indent=2, default=str)
+    """The whole report as JSON: totals, each company, then every member skipped."""
+    return json.dumps({"totals": report.totals(), "companies": [c.model_dump() for c in report.companies],
+                       "skipped": [s.model_dump() for s in report.skipped]}, indent=2, default=str)

@@ -18,6 +18,16 @@ companyfacts file; any other JSON file is told by its first top-level keys
 for its top-level ``cik``. A submissions page is told from a main file by its content
 (columns at the top level, no ``filings``), when it is read.
 
+Unreadable inputs. A folder's or an archive's member that cannot be told — not valid
+JSON, neither kind of EDGAR JSON, no CIK, a second companyfacts file for a CIK, a member
+whose data is corrupt — is left out and listed in :attr:`Universe.skipped` with its
+reason, every one of them, and the rest is found all the same (the load names them in
+its report, and its exit code says that something was skipped). A folder or an archive
+with no EDGAR JSON at all is an error naming it, and so is a file named on its own that
+is not EDGAR JSON or an archive that cannot be read as one. The SEC's
+``company_tickers.json`` in a folder or an archive is not a company's file: it is left
+out without a word (``--company-tickers`` reads it).
+
 Selection (:func:`select`): all companies, a list of CIKs, or tickers through the
 SEC's ``company_tickers.json`` (``{"0": {"cik_str": 320193, "ticker": "AAPL",
 "title": "Apple Inc."}, ...}``). A CIK asked for but absent from the inputs is kept
@@ -35,6 +45,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import ijson
+from pydantic import BaseModel, ConfigDict
 
 from graphmem.errors import InputError
 
@@ -45,6 +56,17 @@ _CIK_IN_NAME = re.compile(r"CIK0*(\d{1,10})", re.IGNORECASE)
 #: Top-level keys that tell a companyfacts file from a submissions file or page.
 _FACTS_KEYS = frozenset({"entityName", "facts"})
 _SUBMISSIONS_KEYS = frozenset({"filings", "accessionNumber", "entityType", "name", "tickers"})
+_TICKERS_FILE = re.compile(r"^company_tickers[^/]*\.json$", re.IGNORECASE)  # the SEC's, not a company's
+_SHOWN = 3  # unreadable members named in the error of a folder or archive with nothing to load
+
+
+class Skipped(BaseModel):
+    """A file or archive member left out of a universe: ``file`` names it, ``reason`` says why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    file: str
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +140,8 @@ class Universe:
     """
 
     def __init__(self) -> None:
-        self.skipped: list[str] = []  # files in a folder that are not EDGAR JSON
+        self.skipped: list[Skipped] = []  # members of folders and archives that cannot be read
+        self._found = 0  # EDGAR JSON files and members found so far
         self._facts: dict[int, Document | int] = {}  # an int: an archive member (_ref)
         self._submissions: dict[int, list[Document]] = {}  # files, and members told by content
         self._archives: list[Archive] = []
@@ -178,26 +201,45 @@ class Universe:
     def add(self, path: str | Path) -> None:
         """Add an archive, a folder (its JSON files and archives, not recursively) or a file.
 
-        A file named here that is not EDGAR JSON is an error; one found in a folder (a
-        ``company_tickers.json`` beside the archives) is skipped and listed in
-        ``skipped``."""
+        A file named here that is not EDGAR JSON is an error; a member of a folder or an
+        archive that is not is listed in ``skipped`` (see the module docstring)."""
         path = Path(path)
         if path.is_dir():
-            for child in sorted(path.iterdir()):
-                if child.is_file() and (child.suffix.lower() in (".json", ".zip")):
-                    try:
-                        self.add(child)
-                    except InputError:
-                        if _is_archive(child):
-                            raise
-                        self.skipped.append(str(child))
+            self._contents(path, self._add_folder)
             return
         if not path.exists():
             raise InputError(str(path), "file not found")
         if _is_archive(path):
-            self._add_archive(path)
+            self._contents(path, self._add_archive)
             return
         self._add(Document.file(path), path.name)
+
+    def _contents(self, path: Path, add: Callable[[Path], None]) -> None:
+        """``add(path)`` for a folder or an archive, which is an error when nothing in it is
+        EDGAR JSON (naming the first members it skipped, and why)."""
+        found, skipped = self._found, len(self.skipped)
+        add(path)
+        if self._found == found:
+            bad = self.skipped[skipped:]
+            named = "; ".join(f"{s.file}: {s.reason}" for s in bad[:_SHOWN]) + ("; ..." if len(bad) > _SHOWN else "")
+            raise InputError(str(path), "nothing to load: no companyfacts or submissions JSON in it"
+                             + (f" ({len(bad)} unreadable: {named})" if bad else ""))
+
+    def _add_folder(self, path: Path) -> None:
+        for child in sorted(path.iterdir()):
+            if not child.is_file() or child.suffix.lower() not in (".json", ".zip"):
+                continue
+            if _is_archive(child):
+                self.add(child)  # an archive that cannot be read, or holds nothing, is an error
+            elif not _TICKERS_FILE.match(child.name):
+                self._member(lambda child=child: self._add(Document.file(child), child.name))
+
+    def _member(self, add: Callable[[], None]) -> None:
+        """Run ``add()`` for one member of a folder or archive: what it refuses is skipped."""
+        try:
+            add()
+        except InputError as exc:
+            self.skipped.append(Skipped(file=exc.where, reason=exc.reason))
 
     def _add_archive(self, path: Path) -> None:
         """Index an archive in one pass over its directory: companyfacts members by CIK,
@@ -218,10 +260,13 @@ class Universe:
                 kind, cik = _member_kind(entry, hint)
                 if kind == "submissions" and cik is not None:
                     holds_submissions = True
+                    self._found += 1
                 elif kind == "companyfacts" and cik is not None:
-                    self._add_facts(cik, index << 64 | entry.entry, lambda e=entry: Document.member(archive, e))
-                elif kind != "":
-                    self._add(Document.member(archive, entry), entry.name.rpartition("/")[2], hint)
+                    self._member(lambda e=entry, c=cik: self._add_facts(
+                        c, index << 64 | e.entry, lambda: Document.member(archive, e)))
+                elif kind != "" and not _TICKERS_FILE.match(entry.name.rpartition("/")[2]):
+                    self._member(lambda e=entry: self._add(Document.member(archive, e), e.name.rpartition("/")[2],
+                                                           hint))
         except ArchiveError as exc:
             raise InputError(exc.where, f"not a readable ZIP archive: {exc.reason}") from None
         if holds_submissions:
@@ -240,6 +285,7 @@ class Universe:
             raise InputError(doc.name, "no CIK in its name (CIK##########) or at its top level")
         if kind == "submissions":
             self._submissions.setdefault(cik, []).append(doc)
+            self._found += 1
         else:
             self._add_facts(cik, doc, lambda: doc)
 
@@ -250,6 +296,7 @@ class Universe:
             assert first is not None
             raise InputError(document().name, f"a second companyfacts file for CIK {cik} (the first: {first.name})")
         self._facts[cik] = ref
+        self._found += 1
 
 
 _ENTRY_MASK = (1 << 64) - 1  # an archive member's ref: archive index << 64 | directory entry offset

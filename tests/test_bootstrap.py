@@ -23,6 +23,7 @@ import datetime as dt
 import json
 import random
 import uuid
+import zipfile
 from decimal import Decimal
 from pathlib import Path
 from types import SimpleNamespace
@@ -455,3 +456,30 @@ def test_replace_through_the_command_line_serves_the_new_database(booted):
         assert served.counts(booted.scope)["versions"] == 592
         assert served.entity(booted.scope, "cik:1318605") is None
     assert sorted(p.name for p in booted.cfg.home.iterdir()) == ["launcher.log", "launcher.pid", "neo4j"]
+
+
+def test_bootstrap_edgar_skips_and_names_an_unreadable_member_as_load_edgar_does(migrated, tmp_path):
+    """The offline path reads its inputs as `load edgar` does: a company beside a broken
+    member of the ZIP is written to the importer's input (--csv: no server needed), the
+    member is named with its reason, exit 5; an empty ZIP is an error and writes nothing."""
+    archive = tmp_path / "edgar.zip"
+    row = {"end": "2023-12-31", "val": 7, "accn": "0001997711-24-000001", "form": "10-K", "filed": "2024-02-01"}
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("CIK0001997711.json", json.dumps({"cik": 1997711, "entityName": "Tiny", "facts": {
+            "us-gaap": {"Revenues": {"units": {"USD": [row]}}}}}))
+        z.writestr("broken.json", "{broken")
+    env = {"GRAPHMEM_NEO4J_URI": migrated.uri}
+    done = CliRunner().invoke(main, ["bootstrap", "edgar", str(archive), "--csv", str(tmp_path / "csv"), "--json"],
+                              env=env)
+    assert done.exit_code == 5, done.output
+    report = json.loads(done.stdout)["load"]
+    assert [(c["cik"], c["status"]) for c in report["companies"]] == [(1997711, "loaded")]
+    assert report["skipped"] == [{"file": f"{archive}:broken.json", "reason": "not valid JSON"}]
+    assert done.stderr.strip() == (f"graphmem: incomplete: bootstrap edgar: 1 unreadable file(s) skipped: "
+                                   f"{archive}:broken.json (not valid JSON)")
+    with zipfile.ZipFile(tmp_path / "empty.zip", "w"):
+        pass
+    empty = CliRunner().invoke(main, ["bootstrap", "edgar", str(tmp_path / "empty.zip"), "--csv",
+                                      str(tmp_path / "nothing")], env=env)
+    assert empty.exit_code == 1 and "nothing to load" in empty.stderr
+    assert not (tmp_path / "nothing").exists()

@@ -329,6 +329,18 @@ def test_bad_input_is_refused_before_anything_is_written(store, namespace, key, 
     assert store.get(("ok",), "first") is None  # nothing of the batch was written
 
 
+def test_a_value_up_to_the_documented_bound_is_kept_and_one_byte_more_is_refused_as_value(store):
+    """The docstring's bound (64 KiB of JSON, the bound of a text fact value) is the one
+    enforced, and the error names the store's own argument, not the model's field."""
+    at_bound = {"x": "y" * (65_536 - len('{"x":""}'))}
+    store.put(("big",), "k", at_bound)
+    assert store.get(("big",), "k").value == at_bound
+    with pytest.raises(InputError) as info:
+        store.put(("big",), "k", {"x": at_bound["x"][:-1] + "é"})  # as many characters, one byte more
+    assert (info.value.where, info.value.reason) == ("value", "65,537 bytes of JSON in UTF-8; at most 65,536")
+    assert store.get(("big",), "k").value == at_bound
+
+
 # ------------------------------------------------------------------ a LangGraph graph
 
 

@@ -372,6 +372,38 @@ def test_errors_are_tool_errors_with_the_apis_messages(w):
     assert call(server, "search", text="x" * 1001).is_error
 
 
+def test_arguments_that_do_not_fit_are_refused_by_name_as_input_errors(w):
+    """An argument a tool does not take (a tenant or scope the client believes it can
+    choose) is refused, not answered silently from the server's scope; a wrong type or an
+    out-of-bounds value is graphmem's InputError naming the argument, with structured
+    content, not the SDK's validation text."""
+    async def steps(c: Client) -> list[Any]:
+        return [await c.call_tool(tool, args) for tool, args in [
+            ("as_of", {"entity": "acme", "attribute": "revenue", "tenant": "B"}),
+            ("as_of", {"entity": "acme", "attribute": "revenue", "scope": {"project": "x"}, "tenant": "B"}),
+            ("as_of", {"entity": 123, "attribute": "revenue"}),
+            ("search", {"text": "acme", "limit": -1}),
+            ("as_of", {"entity": "acme", "attribute": "revenue", "cutoff": 12345}),
+            ("as_of", {"entity": 123, "attribute": 5}),
+            ("as_of", {"entity": "acme", "attribute": "revenue"}),
+        ]]
+
+    *refused, fine = session(server_for(w), steps)
+    errors = [ok_error(r) for r in refused]
+    assert [(e["type"], e["where"]) for e in errors] == [
+        ("InputError", "tenant"), ("InputError", "scope, tenant"), ("InputError", "entity"),
+        ("InputError", "limit"), ("InputError", "cutoff"), ("InputError", "entity")]
+    assert errors[0]["reason"] == ("not an argument of as_of (it takes entity, attribute, period_end, period_start, "
+                                   "cutoff, known_at, unit, min_authority); the scope is the server's, never an "
+                                   "argument")
+    assert [e["reason"] for e in errors[2:]] == [
+        "Input should be a valid string, got 123", "Input should be greater than or equal to 1, got -1",
+        "Input should be a valid string, got 12345",
+        "Input should be a valid string, got 123 (also refused: attribute)"]
+    assert not any("validation error" in text(r) for r in refused)
+    assert ok(fine)["value"] == "110"  # the same call without them is answered
+
+
 def test_a_transient_fault_is_retried_by_the_policy(w, monkeypatch):
     real, failed = gdb.Tx.run, []
 
@@ -497,6 +529,36 @@ def test_http_transport_end_to_end_with_a_scope_per_token(http_server, migrated)
     with migrated.connect() as mem:  # written in alpha's tenant, as alpha's actor's scope
         assert mem.as_of(Scope(tenant=tenants["alpha"]), entity="acme", attribute="revenue",
                          cutoff=FAR).value == Decimal("110")
+
+
+def test_http_answers_a_bad_request_id_as_json_rpc_and_a_taken_port_is_one_error(http_server, migrated, tmp_path):
+    """A request whose id is an object (or another type that is not a string or an
+    integer) gets JSON-RPC's invalid-request error, after the token check; and a second
+    server on the same port stops with graphmem's one-line error and exit 1."""
+    url, tokens, _ = http_server
+    accept = {"Accept": "application/json, text/event-stream"}
+    authorized = {**accept, "Authorization": f"Bearer {tokens['alpha']}"}
+    opened = httpx2.post(url, headers=authorized, json={"jsonrpc": "2.0", "id": "1", "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}})
+    assert opened.status_code == 200  # a string id is one
+    in_session = {**authorized, "mcp-session-id": opened.headers["mcp-session-id"],
+                  "mcp-protocol-version": "2025-06-18"}
+    notified = httpx2.post(url, headers=in_session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert notified.status_code == 202  # a notification (no id) is still accepted
+    for ident, kind in (({"a": 1}, "an object"), ([1], "a list"), (True, "a boolean"), (None, "null")):
+        bad = httpx2.post(url, headers=in_session, json={"jsonrpc": "2.0", "id": ident, "method": "tools/list"})
+        assert (bad.status_code, bad.json()) == (400, {"jsonrpc": "2.0", "id": None, "error": {
+            "code": -32600, "message": f"Invalid Request: a request's id is a string or an integer, not {kind}"}})
+    unauthorized = httpx2.post(url, headers={**in_session, "Authorization": "Bearer nope"},
+                               json={"jsonrpc": "2.0", "id": {"a": 1}, "method": "tools/list"})
+    assert unauthorized.status_code == 401
+    listed = httpx2.post(url, headers=in_session, json={"jsonrpc": "2.0", "id": 7, "method": "tools/list"})
+    assert listed.status_code == 200 and "as_of" in listed.text  # the session still answers
+    port = url.split(":")[2].split("/")[0]
+    taken = CliRunner().invoke(main, ["mcp", "--read-only", "--transport", "http", "--port", port,
+                                      "--tokens", str(tmp_path / "tokens.toml")], env=_env(migrated))
+    assert (taken.exit_code, taken.stderr.strip()) == (
+        1, f"graphmem: error: port {port} on 127.0.0.1 is in use by another process; choose another --port")
 
 
 def test_stdio_transport_end_to_end(migrated, scope):

@@ -503,6 +503,38 @@ def test_the_command_line_exit_codes(migrated, synthetic, tmp_path):
     assert exact.exit_code == 0 and "cik:101,active,100," in exact.output
 
 
+def test_the_entities_file_is_split_at_newlines_only(migrated, synthetic, tmp_path):
+    """A vertical tab or a form feed inside a line is part of that line's id (str.splitlines
+    would make each piece an entity of its own); a CRLF file reads as an LF one."""
+    _, scope = synthetic
+    universe = tmp_path / "universe.txt"
+    universe.write_bytes(b"cik:101\x0bcik:102\r\ncik:103\x0c\r\ncik:104\n")
+    done = _cli(migrated, scope, "--attribute", "us-gaap:Revenues", "--frame", "CY2024Q3", "--cutoff", "2024-11-15",
+                "--entities", str(universe), "--format", "json")
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.output)
+    assert [a["entity"] for a in data["answers"]] == ["cik:101\x0bcik:102", "cik:103", "cik:104"]
+    assert data["unknown"] == ["cik:101\x0bcik:102"]
+
+
+def test_a_large_table_shows_every_row_on_a_line_of_its_own(migrated, synthetic, tmp_path):
+    """3,000 entities asked for (most not in the scope): the table lists every one, one
+    line each, in the sort order (rich laid such a table out at about 2 ms a row; the
+    plain layout's time is in docs/PERFORMANCE.md, not asserted here)."""
+    _, scope = synthetic
+    asked = [f"cik:{n}" for n in range(101, 3101)]
+    universe = tmp_path / "universe.txt"
+    universe.write_text("\n".join(asked))
+    done = _cli(migrated, scope, "--attribute", "us-gaap:Revenues", "--frame", "CY2024Q3", "--cutoff", "2024-11-15",
+                "--entities", str(universe))
+    assert done.exit_code == 0, done.output
+    lines = done.output.splitlines()
+    assert "3000 entities (as given)" in lines[0] and len(lines[1].split(", ")) == 3000 - 6
+    assert lines[2].split() == ["entity", "status", "value", "unit", "period", "available_by", "sources", "note"]
+    assert [line.split()[0] for line in lines[3:]] == sorted(asked)
+    assert lines[3 + sorted(asked).index("cik:101")].split()[:3] == ["cik:101", "active", "100"]
+
+
 # ---------------------------------------------------------------- the LTM screen
 
 

@@ -61,8 +61,9 @@ two strings; a missing field matches only ``$ne``), and only then ``offset`` and
 score (None without a query).
 
 **Bounds** (checked before any query; InputError otherwise): at most 16 namespace labels
-of at most 256 characters; a key of 1 to 1,024 characters; a value of at most 256 KiB of
-JSON, nested at most 64 deep, with string keys and finite numbers; ``limit`` 1-1,000,
+of at most 256 characters; a key of 1 to 1,024 characters; a value of at most 64 KiB of
+JSON in UTF-8 (65,536 bytes: the value is stored as a text fact value, whose bound is
+``graphmem.limits.TEXT_BYTES``), nested at most 64 deep, with string keys and finite numbers; ``limit`` 1-1,000,
 ``offset`` 0-100,000; a query of at most 1,000 characters, ranked over its best 1,000
 matches per namespace; at most 1,000 operations per batch. Tuples come back as lists,
 as from any JSON store.
@@ -100,6 +101,7 @@ from langgraph.store.base import (
 from .. import facts, lineage
 from ..db import Tx
 from ..errors import GraphmemError, InputError
+from ..limits import TEXT_BYTES
 from ..memory import Memory
 from ..models import Answer, Authority, Entity, FactIn, FactVersion, Period, Scope, Source
 
@@ -111,7 +113,7 @@ SOURCE_KIND = "langgraph.put"
 FAR = dt.datetime(9999, 12, 31, tzinfo=dt.UTC)  # the present: no publication cutoff
 
 MAX_LABELS, MAX_LABEL, MAX_KEY = 16, 256, 1024
-MAX_VALUE_BYTES, MAX_DEPTH = 256 * 1024, 64
+MAX_VALUE_BYTES, MAX_DEPTH = TEXT_BYTES, 64  # the value is a text fact value
 MAX_LIMIT, MAX_OFFSET, MAX_QUERY, MAX_BATCH = 1000, 100_000, 1000, 1000
 RANGE_OPERATORS = {"$gt": lambda a, b: a > b, "$gte": lambda a, b: a >= b,
                    "$lt": lambda a, b: a < b, "$lte": lambda a, b: a <= b}
@@ -196,7 +198,7 @@ def encode(value: Any) -> str:
                       allow_nan=False)
     size = len(_utf8(text, "value"))
     if size > MAX_VALUE_BYTES:
-        raise InputError("value", f"{size} bytes of JSON; at most {MAX_VALUE_BYTES}")
+        raise InputError("value", f"{size:,} bytes of JSON in UTF-8; at most {MAX_VALUE_BYTES:,}")
     return text
 
 

@@ -3,7 +3,8 @@ on stdio or streamable HTTP.
 
 Over HTTP the server binds to loopback unless told otherwise (and the SDK then refuses
 requests whose Host or Origin is not loopback: DNS-rebinding protection); every request
-needs a bearer token from the tokens file (see :mod:`.access`).
+needs a bearer token from the tokens file (see :mod:`.access`); :mod:`.transport` binds the
+port and answers a request whose id is of the wrong type.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ...errors import InputError
 from ...memory import Memory
 from .access import Access, TokenAccess
 from .tools import Grants, register
+from .transport import serve_http
 
 log = logging.getLogger("graphmem.mcp")
 
@@ -68,5 +70,5 @@ def serve(memory: Memory, access: Access, grants: Grants, *, transport: str,
         log.warning("serving on %s, which is not a loopback address: anyone who can reach it and "
                     "holds a token gets that token's scope", host)
     display = f"[{host}]" if ":" in host else host
-    build_server(memory, access, grants, url=f"http://{display}:{port}").run(
-        "streamable-http", host=host, port=port)
+    server = build_server(memory, access, grants, url=f"http://{display}:{port}")
+    serve_http(server.streamable_http_app(host=host), host, port)

@@ -1,0 +1,113 @@
+"""``graphmem mcp --transport http``: the SDK's streamable HTTP app behind one check of
+graphmem's, served by uvicorn on a socket graphmem binds itself.
+
+Binding first. A port that is taken is graphmem's one-line error (exit 1), as for
+``bootstrap``, not uvicorn's log line and exit 3 (which the CLI uses for "no server").
+
+Request ids. JSON-RPC wants a request's ``id`` to be a string or a number, and MCP a
+string or an integer; the SDK reads a message with any other id (an object, a list, a
+boolean, null, a fraction) as a notification, answers ``202 Accepted`` with no body and
+drops it. :class:`RequestIds` answers it with the protocol's invalid-request error
+instead (``-32600``, HTTP 400, ``id: null``). It runs after every check of the SDK — the
+bearer token (401), Host and Origin (421/403), headers, body size (413), session (404) —
+by watching what the SDK answers: the body of a POST is kept as the SDK reads it, and
+only a 202 to a message that has a ``method`` and an id of another type is replaced.
+What the SDK does with the message after answering 202 is unchanged: a notification
+whose method it does not know, dropped without running anything.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import socket
+from typing import Any
+
+import uvicorn
+
+from ...errors import ServerError
+
+INVALID_REQUEST = -32600
+Scope = dict[str, Any]
+Message = dict[str, Any]
+
+
+def _bad_id(body: bytes) -> str | None:
+    """What is wrong with the id of the request in ``body`` (None: nothing, or not a
+    request)."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(message, dict) or "method" not in message or "id" not in message:
+        return None
+    ident = message["id"]
+    if type(ident) in (str, int):  # not bool: a JSON true is no id
+        return None
+    kind = {dict: "an object", list: "a list", bool: "a boolean", float: "a fraction"}.get(type(ident), "null")
+    return f"Invalid Request: a request's id is a string or an integer, not {kind}"
+
+
+class RequestIds:
+    """ASGI: the SDK's app, with a request whose id is of the wrong type answered with
+    JSON-RPC's invalid-request error (see the module docstring)."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = bytearray()
+        replaced = False
+
+        async def reading() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                body.extend(message.get("body", b""))
+            return message
+
+        async def answering(message: Message) -> None:
+            nonlocal replaced
+            if message["type"] == "http.response.start" and message["status"] == 202:
+                wrong = _bad_id(bytes(body))
+                if wrong is not None:
+                    replaced = True
+                    await _invalid_request(send, message, wrong)
+                    return
+            if not replaced:  # else the SDK's empty 202 body, already answered
+                await send(message)
+
+        await self.app(scope, reading, answering)
+
+
+async def _invalid_request(send: Any, accepted: Message, reason: str) -> None:
+    """A 400 with JSON-RPC's invalid-request error, keeping the SDK's other headers
+    (the session id)."""
+    payload = json.dumps({"jsonrpc": "2.0", "id": None,
+                          "error": {"code": INVALID_REQUEST, "message": reason}}).encode()
+    headers = [(k, v) for k, v in accepted.get("headers", []) if k.lower() not in (b"content-type", b"content-length")]
+    headers += [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    await send({"type": "http.response.start", "status": 400, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (uvicorn listens on it), or graphmem's error."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a TIME_WAIT port is free; a listened one is not
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ServerError(f"port {port} on {host} is in use by another process; choose another --port") from exc
+        raise ServerError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    return sock
+
+
+def serve_http(app: Any, host: str, port: int) -> None:
+    """Serve ``app`` behind :class:`RequestIds` on ``host:port`` until the process ends."""
+    sock = bind(host, port)
+    uvicorn.Server(uvicorn.Config(RequestIds(app), log_level="warning")).run(sockets=[sock])
