@@ -872,6 +872,17 @@ class Memory:
         limits.check_id("snapshot_id", snapshot_id)
         return self._db.read(lambda tx: contexts.load(tx, scope, snapshot_id), "context_snapshot")
 
+    def context_snapshots(self, scope: Scope, *, task_id: str | None = None, offset: int = 0,
+                          limit: int = 20) -> list[Context]:
+        """Recorded context snapshots, newest first: ``limit`` (at most
+        ``limits.SEARCH_LIMIT``) from ``offset`` on, of one task when ``task_id`` is given."""
+        scope = self.scope(scope)
+        limits.check_id("task_id", task_id, optional=True)
+        offset = limits.check_int("offset", offset, 0, limits.PAGE_OFFSET)
+        limit = limits.check_int("limit", limit, 1, limits.SEARCH_LIMIT)
+        return self._db.read(lambda tx: contexts.recent(tx, scope, task_id, offset, limit),
+                             "context_snapshots")
+
     def trace(self, scope: Scope, snapshot_id: str, memory_id: str | None = None, *,
               entity: str | None = None, attribute: str | None = None,
               period: Period | None = None) -> TraceResult:
