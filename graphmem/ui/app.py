@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Callable, Mapping
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -73,13 +72,6 @@ class Gate:
         return caller.scope
 
 
-def _number(value: Any) -> str:
-    """A value as an analyst reads it: thousands separated, exact."""
-    if isinstance(value, Decimal):
-        return f"{value:,f}" if value == value.to_integral_value() or abs(value) >= 1000 else str(value)
-    return "" if value is None else str(value)
-
-
 def _when(value: dt.datetime | None) -> str:
     return "" if value is None else value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
@@ -93,7 +85,7 @@ def _url(path: str, **params: Any) -> str:
 def templates() -> Jinja2Templates:
     env = Environment(loader=PackageLoader("graphmem.ui", "templates"),
                       autoescape=select_autoescape(default=True), trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(number=_number, when=_when, iso=pages.iso)
+    env.filters.update(number=pages.number, when=_when, iso=pages.iso)
     env.globals.update(url=_url)
     return Jinja2Templates(env=env)
 
@@ -158,5 +150,6 @@ def serve(memory: Memory, *, scope: Scope, tokens: Path | None, host: str = "127
     app = build_app(memory, scope=None if tokens else scope, tokens=load_tokens(tokens) if tokens else None,
                     hosts=LOOPBACK_HOSTS if loopback(host) else None)
     display = f"[{host}]" if ":" in host else host
-    print(f"graphmem ui on http://{display}:{port}/ ({'per token' if tokens else scope.id})", flush=True)
+    serving = "a scope per token" if tokens else f"tenant {scope.tenant}"
+    print(f"graphmem ui on http://{display}:{port}/ ({serving})", flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")

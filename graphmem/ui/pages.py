@@ -9,6 +9,7 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 import networkx as nx
@@ -88,6 +89,13 @@ def _window(rows: Sequence[Any], page: int, size: int) -> Sequence[Any]:
     return rows[(page - 1) * size:page * size]
 
 
+def number(value: Any) -> str:
+    """A value as an analyst reads it: thousands separated, exact."""
+    if isinstance(value, Decimal):
+        return f"{value:,f}" if value == value.to_integral_value() or abs(value) >= 1000 else str(value)
+    return "" if value is None else str(value)
+
+
 def iso(value: dt.datetime | None) -> str:
     """A time as a URL keeps it: a bare date for the end of a day, else ISO with a Z."""
     if value is None:
@@ -162,10 +170,11 @@ def key(memory: Memory, scope: Scope, p: Params) -> Page:
 def _impact_graph(report: Any, origin_label: str) -> tuple[nx.DiGraph, dict[str, str]]:
     """The impact report's items as a graph along their shortest paths from the origin."""
     graph, marks = nx.DiGraph(), {report.origin: "origin"}
-    graph.add_node(report.origin, kind=report.origin[0], label=origin_label)
+    graph.add_node(report.origin, kind="source", label=origin_label)
     for item in report.items:
         node = item.path[-1]
-        graph.add_node(node, kind=item.kind, label=f"{item.label} ({item.reason})")
+        graph.add_node(node, kind=item.kind, label=f"{item.label} ({item.reason})",
+                       lines=(item.label.split(" ", 1)[-1], f"{item.reason}, depth {item.depth}"))
         marks[node] = item.reason
         graph.add_edges_from(zip(item.path, item.path[1:], strict=False))
     return graph, marks
@@ -183,7 +192,7 @@ def source(memory: Memory, scope: Scope, p: Params) -> Page:
     page, pages = p.page(len(report.items), ROWS_PER_PAGE)
     return "source.html", {
         "source": record, "report": report, "items": _window(report.items, page, ROWS_PER_PAGE),
-        "page": page, "pages": pages, "graph": plot.graph_plot(graph, marks),
+        "page": page, "pages": pages, "drawing": plot.graph_plot(graph, marks),
         "evidences": sum(1 for i in report.items if i.kind == "fact" and i.depth == 1)}
 
 
@@ -195,15 +204,12 @@ def lineage(memory: Memory, scope: Scope, p: Params) -> Page:
     direction = p.choice("direction", ("upstream", "downstream"), "upstream")
     depth = p.number("depth", None, 0, limits.DEPTH)
     graph = memory.lineage(scope, version_id, direction or "upstream", depth)
-    origin = f"f:{version_id}"
-    if direction == "downstream":  # its graph leaves the origin out: its consumers are the roots
-        roots = [n for n, d in graph.in_degree() if d == 0]
-        graph.add_node(origin, kind="fact")
-        graph.add_edges_from((origin, r) for r in roots)
-    drawn = plot.graph_plot(graph, {origin: "origin"})
-    ids = [n.id[2:] for n in drawn.nodes if n.kind == "fact"]
+    ids = [n[2:] for n, kind in graph.nodes(data="kind") if kind == "fact"][:limits.IDS_PER_CALL]
     found = {v.version_id: v for v in memory.versions(scope, ids)}
-    return "lineage.html", {"version": found.get(version_id), "found": found, "graph": drawn,
+    for v in found.values():
+        graph.nodes[f"f:{v.version_id}"]["value"] = f"{number(v.value)} {v.unit}"
+    drawn = plot.graph_plot(graph, {f"f:{version_id}": "origin"})
+    return "lineage.html", {"version": found.get(version_id), "found": found, "drawing": drawn,
                             "direction": direction, "count": graph.number_of_nodes()}
 
 

@@ -107,7 +107,7 @@ def _picks(ticks: list[dt.datetime]) -> tuple[dt.datetime, ...]:
 
 # ---------------------------------------------------------------- graphs
 
-NODE_W, NODE_H, GAP_X, GAP_Y = 210, 34, 60, 14
+NODE_W, NODE_H, GAP_X, GAP_Y = 230, 34, 50, 12
 MAX_NODES = 150
 
 
@@ -115,7 +115,8 @@ MAX_NODES = 150
 class Node:
     id: str  # "f:<version id>", "s:<source id>", "d:<derivation id>"
     kind: str  # fact, source, derivation
-    label: str
+    label: str  # in full, shown on hover
+    lines: tuple[str, str]  # shown in the box
     x: float
     y: float
     mark: str = ""  # a class: origin, invalid, stale, survives
@@ -137,6 +138,18 @@ class GraphPlot:
     node_h: int = NODE_H
 
 
+def _lines(node: str, kind: str, data: dict) -> tuple[str, str]:
+    """A node's two lines: what it is, then which (a fact's period and value)."""
+    if "lines" in data:
+        return data["lines"]
+    if kind == "fact":
+        value = f" = {data['value']}" if data.get("value") else ""
+        return str(data.get("attribute", "")), f"{data.get('period', '')}{value}"
+    if kind == "derivation":
+        return str(data.get("method", "derivation")), node[2:]
+    return f"source ({data.get('source_kind') or 'document'})", node[2:]
+
+
 def graph_plot(graph: nx.DiGraph, marks: dict[str, str] | None = None) -> GraphPlot:
     """``graph`` (edges from input to output) in layers, left to right: each node in
     the first layer after all its inputs. At most ``MAX_NODES`` nodes, the nearest
@@ -152,8 +165,9 @@ def graph_plot(graph: nx.DiGraph, marks: dict[str, str] | None = None) -> GraphP
     plot = GraphPlot(hidden=graph.number_of_nodes() - len(shown))
     for node, (x, y) in shown.items():
         data = graph.nodes[node]
-        plot.nodes.append(Node(node, data.get("kind", node.split(":", 1)[0]),
-                               str(data.get("label") or node), x, y, marks.get(node, "")))
+        kind = data.get("kind", node.split(":", 1)[0])
+        plot.nodes.append(Node(node, kind, str(data.get("label") or node), _lines(node, kind, data), x, y,
+                               marks.get(node, "")))
     for a, b in graph.edges:
         if a in shown and b in shown:
             (x1, y1), (x2, y2) = shown[a], shown[b]
