@@ -460,3 +460,14 @@ WHERE k.scope = $scope AND ($period IS NULL OR k.period = $period)
 MATCH (f:Fact)-[:VERSION_OF]->(k)
 RETURN f.version_id AS version_id
 ORDER BY k.period_end, k.period, f.recorded_at, f.version_id
+
+// name: fact.history_index
+// What fact.history finds, in its order, without reading the versions: each version's id
+// and its key's period, unit and definition, of one unit and definition when given. A
+// caller pages through a long history with it and reads one page with fact.versions.
+MATCH (k:FactKey {tenant: $tenant, entity: $entity, attribute: $attribute})
+WHERE k.scope = $scope AND ($period IS NULL OR k.period = $period)
+  AND ($unit IS NULL OR k.unit = $unit) AND ($definition IS NULL OR k.definition = $definition)
+MATCH (f:Fact)-[:VERSION_OF]->(k)
+RETURN f.version_id AS version_id, k.period AS period, k.unit AS unit, k.definition AS definition
+ORDER BY k.period_end, k.period, f.recorded_at, f.version_id

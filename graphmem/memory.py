@@ -595,6 +595,21 @@ class Memory:
 
         return self._db.read(work, "history")
 
+    def history_index(self, scope: Scope, *, entity: str, attribute: str, period: Period | None = None,
+                      unit: str | None = None, definition: str | None = None) -> list[dict[str, str]]:
+        """The versions ``history`` would return, in its order, as ``version_id`` with their
+        key's ``period`` (its text), ``unit`` and ``definition`` only (of one unit and
+        definition when given): a long history is paged through with it, and each page
+        read with :meth:`versions`."""
+        scope = self.scope(scope)
+        _key_args(entity=entity, attribute=attribute)
+        _instance("period", period, Period, optional=True)
+        limits.check_text("unit", unit, limits.IDENTIFIER_BYTES, optional=True)
+        limits.check_text("definition", definition, limits.IDENTIFIER_BYTES, optional=True)
+        return self._db.read_all("fact.history_index", entity=entity, attribute=attribute,
+                                 period=period.text if period else None, unit=unit, definition=definition,
+                                 **facts.scope_params(scope))
+
     def source(self, scope: Scope, source_id: str) -> SourceRecord | None:
         """A recorded source with its meta and transaction time (None if unknown here)."""
         scope = self.scope(scope)

@@ -17,7 +17,7 @@ import networkx as nx
 from .. import limits
 from ..errors import InputError, NotFoundError
 from ..memory import Memory
-from ..models import MEMORY_TYPES, Authority, FactVersion, Period, Require, Scope
+from ..models import MEMORY_TYPES, Authority, Period, Require, Scope
 from ..screen import SORTS
 from ..values import NOW, parse_time
 from . import plot
@@ -132,30 +132,30 @@ def search(memory: Memory, scope: Scope, p: Params) -> Page:
 # ---------------------------------------------------------------- 2 a key
 
 
-def _key_of(v: FactVersion) -> tuple[str, str, str]:
-    return v.period.text, v.unit, v.definition
-
-
 def key(memory: Memory, scope: Scope, p: Params) -> Page:
+    """A key's versions, one page at a time (the page holding the answer by default), and
+    the answer at the point picked. Several keys match (no period, or several units or
+    definitions): the list to pick one from."""
     entity, attribute = p.text("entity", required=True), p.text("attribute", required=True)
     period, unit, definition = p.period(), p.text("unit"), p.text("definition")
     cutoff, known_at = p.time("cutoff"), p.time("known_at")
-    versions = [v for v in memory.history(scope, entity=entity, attribute=attribute, period=period)
-                if unit in (None, v.unit) and definition in (None, v.definition)]
-    keys = list(dict.fromkeys(_key_of(v) for v in versions))
-    base = {"entity": entity, "attribute": attribute, "versions": versions}
+    index = memory.history_index(scope, entity=entity, attribute=attribute, period=period, unit=unit,
+                                 definition=definition)
+    keys = list(dict.fromkeys((r["period"], r["unit"], r["definition"]) for r in index))
+    base = {"entity": entity, "attribute": attribute, "count": len(index)}
     if len(keys) != 1:  # none, or several to choose from
         page, pages = p.page(len(keys), ROWS_PER_PAGE)
-        return "keys.html", {**base, "keys": _window(keys, page, ROWS_PER_PAGE), "count": len(keys), "page": page,
-                             "pages": pages}
+        return "keys.html", {**base, "keys": _window(keys, page, ROWS_PER_PAGE), "nkeys": len(keys),
+                             "page": page, "pages": pages}
     period_text, unit, definition = keys[0]
     answer = memory.as_of(scope, entity=entity, attribute=attribute, period=Period.parse(period_text),
                           unit=unit, definition=definition, cutoff=cutoff or NOW, known_at=known_at)
-    versions.sort(key=lambda v: (v.available_by, v.recorded_at, v.version_id))
+    ids = [r["version_id"] for r in index]
     shown = answer.version or (answer.candidates[0] if answer.candidates else None)
-    at = next((n for n, v in enumerate(versions) if shown and v.version_id == shown.version_id), 0)
-    page, pages = p.page(len(versions), VERSIONS_PER_PAGE, default=at // VERSIONS_PER_PAGE + 1)
-    window = _window(versions, page, VERSIONS_PER_PAGE)
+    at = ids.index(shown.version_id) if shown and shown.version_id in ids else len(ids) - 1
+    page, pages = p.page(len(ids), VERSIONS_PER_PAGE, default=at // VERSIONS_PER_PAGE + 1)
+    window = sorted(memory.versions(scope, list(_window(ids, page, VERSIONS_PER_PAGE))),
+                    key=lambda v: (v.available_by, v.recorded_at, v.version_id))
     conflict = {v.version_id for v in answer.candidates}
     return "key.html", {
         **base, "period": period_text, "unit": unit, "definition": definition, "answer": answer,
