@@ -270,7 +270,7 @@ def _shot(page, name):
     where = os.environ.get("GRAPHMEM_UI_SHOTS")
     if where:
         Path(where).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(where) / f"{name}.png"), full_page=True)
+        page.screenshot(path=str(Path(where) / f"{name}.png"))
 
 
 def test_browser_moves_the_cutoff_across_the_restatement(browser, served, world):
@@ -305,9 +305,10 @@ def test_browser_opens_lineage_and_impact(browser, served, world):
     assert "Recompute order" in page.inner_text("#order")
     assert page.locator(".graph .node.invalid").count() > 0
     _shot(page, "source")
-    for name, path in (("search", "/?q=Tesla+us-gaap%3AAssets"), ("agent", "/agent"),
-                       ("screen", f"/screen?attribute={ASSETS}&frame=CY2015Q4I"),
-                       ("snapshot", f"/agent/snapshot?id={world['snapshot']}")):
+    extra = (("search", "/?q=Tesla+us-gaap%3AAssets"), ("agent", "/agent"),
+             ("screen", f"/screen?attribute={ASSETS}&frame=CY2015Q4I"),
+             ("snapshot", f"/agent/snapshot?id={world['snapshot']}"))
+    for name, path in extra if os.environ.get("GRAPHMEM_UI_SHOTS") else ():
         page.goto(served + path)
         _shot(page, name)
     page.context.close()
@@ -321,3 +322,15 @@ def test_browser_other_tenant_and_bad_parameters(browser, served, world):
     assert "cutoff: not an ISO date" in page.inner_text("#error")
     assert "Traceback" not in page.content()
     page.context.close()
+
+
+def test_history_index_and_snapshot_listing_page_what_the_full_reads_return(world):
+    mem, a = world["mem"], world["a"]
+    full = mem.history(a, entity=TESLA, attribute=ASSETS)
+    index = mem.history_index(a, entity=TESLA, attribute=ASSETS)
+    assert [r["version_id"] for r in index] == [v.version_id for v in full]
+    assert {(r["period"], r["unit"]) for r in index} == {(v.period.text, v.unit) for v in full}
+    assert mem.history_index(a, entity=TESLA, attribute=ASSETS, unit="shares") == []
+    assert [c.snapshot_id for c in mem.context_snapshots(a, task_id="T-ui")] == [world["snapshot"]]
+    assert mem.context_snapshots(a, task_id="T-ui", offset=1) == []
+    assert mem.context_snapshots(world["b"]) == []

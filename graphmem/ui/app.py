@@ -72,8 +72,13 @@ class Gate:
         return caller.scope
 
 
-def _when(value: dt.datetime | None) -> str:
-    return "" if value is None else value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+def _when(value: dt.datetime | None, ms: bool = False) -> str:
+    """A time for reading, in UTC; with ``ms``, to the millisecond (transaction times
+    of one load are often within a second)."""
+    if value is None:
+        return ""
+    text = value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f" if ms else "%Y-%m-%d %H:%M:%S")
+    return (text[:-3] if ms else text) + "Z"
 
 
 def _url(path: str, **params: Any) -> str:

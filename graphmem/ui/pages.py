@@ -17,7 +17,7 @@ import networkx as nx
 from .. import limits
 from ..errors import InputError, NotFoundError
 from ..memory import Memory
-from ..models import MEMORY_TYPES, Authority, Period, Require, Scope
+from ..models import MEMORY_TYPES, Authority, Period, Require, Scope, SourceRecord
 from ..screen import SORTS
 from ..values import NOW, parse_time
 from . import plot
@@ -167,16 +167,20 @@ def key(memory: Memory, scope: Scope, p: Params) -> Page:
 # ---------------------------------------------------------------- 3 a source
 
 
-def _impact_graph(report: Any, origin_label: str) -> tuple[nx.DiGraph, dict[str, str]]:
-    """The impact report's items as a graph along their shortest paths from the origin."""
+def _impact_graph(report: Any, origin: SourceRecord) -> tuple[nx.DiGraph, dict[str, str]]:
+    """The impact report's items as a graph along their shortest paths from the origin
+    (paths name bare ids: each becomes the ``f:``/``d:``/``s:`` node the drawing links)."""
+    names = {report.origin[2:]: report.origin}
+    names.update((i.id, f"{i.kind[0]}:{i.id}") for i in report.items)
     graph, marks = nx.DiGraph(), {report.origin: "origin"}
-    graph.add_node(report.origin, kind="source", label=origin_label)
+    graph.add_node(report.origin, kind="source", source_kind=origin.kind, label=origin.title or origin.id)
     for item in report.items:
-        node = item.path[-1]
+        node = names[item.id]
         graph.add_node(node, kind=item.kind, label=f"{item.label} ({item.reason})",
                        lines=(item.label.split(" ", 1)[-1], f"{item.reason}, depth {item.depth}"))
         marks[node] = item.reason
-        graph.add_edges_from(zip(item.path, item.path[1:], strict=False))
+        path = [names.get(n, n) for n in item.path]
+        graph.add_edges_from(zip(path, path[1:], strict=False))
     return graph, marks
 
 
@@ -188,7 +192,7 @@ def source(memory: Memory, scope: Scope, p: Params) -> Page:
     if record is None:
         raise NotFoundError(f"no source {source_id!r} in this scope")
     report = memory.impact(scope, source_id=source_id, cutoff=cutoff, known_at=known_at, max_depth=depth)
-    graph, marks = _impact_graph(report, record.title or source_id)
+    graph, marks = _impact_graph(report, record)
     page, pages = p.page(len(report.items), ROWS_PER_PAGE)
     return "source.html", {
         "source": record, "report": report, "items": _window(report.items, page, ROWS_PER_PAGE),

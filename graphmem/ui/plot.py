@@ -107,7 +107,7 @@ def _picks(ticks: list[dt.datetime]) -> tuple[dt.datetime, ...]:
 
 # ---------------------------------------------------------------- graphs
 
-NODE_W, NODE_H, GAP_X, GAP_Y = 230, 34, 50, 12
+NODE_W, NODE_H, GAP_X, GAP_Y = 190, 34, 34, 12
 MAX_NODES = 150
 
 
