@@ -22,7 +22,7 @@ start tags). Load average at start and end.
 Usage::
 
     GRAPHMEM_NEO4J_URI=bolt://127.0.0.1:7701 .venv/bin/python bench/bench_ui.py \\
-        --versions 1000 [--reads 50] [--tenant NAME] [--drop] [--json PATH]
+        --versions 1000 [--reads 50] [--tenant NAME] [--drop] [--no-browser] [--json PATH]
 """
 
 from __future__ import annotations
@@ -111,6 +111,7 @@ def main() -> None:
     ap.add_argument("--tenant", help="tenant to write the key into, or reuse if it holds it")
     ap.add_argument("--drop", action="store_true", help="delete the tenant afterwards")
     ap.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    ap.add_argument("--no-browser", action="store_true", help="count start tags only (no Chromium)")
     args = ap.parse_args()
     if not os.environ.get("GRAPHMEM_NEO4J_URI"):
         sys.exit("set GRAPHMEM_NEO4J_URI to a dedicated server")
@@ -143,7 +144,7 @@ def main() -> None:
         html = client.get(path).text
         tags = _Tags()
         tags.feed(html)
-        elements = browser_elements(app, path)
+        elements = None if args.no_browser else browser_elements(app, path)
         if args.drop:
             drop_tenant(mem.db.driver, database, scope.tenant)
 
