@@ -52,8 +52,8 @@ START = dt.datetime(2021, 1, 1, 21, tzinfo=dt.UTC)
 def write(mem: Memory, scope: Scope, versions: int) -> None:
     """``versions`` daily restatements of one key, each from a filing of its own."""
     mem.put_entity(scope, Entity(id=ENTITY, name="Bench UI Co"))
-    for first in range(0, versions, 500):
-        days = range(first, min(versions, first + 500))
+    for first in range(0, versions, 100):
+        days = range(first, min(versions, first + 100))
         sources = [Source(id=f"filing-{d:06}", kind="10-Q", authority=Authority.PRIMARY,
                           available_by=START + dt.timedelta(days=d), publisher="bench") for d in days]
         items = [FactIn(entity=ENTITY, attribute=ATTRIBUTE, unit="USD", period=PERIOD,

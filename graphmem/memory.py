@@ -596,11 +596,11 @@ class Memory:
         return self._db.read(work, "history")
 
     def history_index(self, scope: Scope, *, entity: str, attribute: str, period: Period | None = None,
-                      unit: str | None = None, definition: str | None = None) -> list[dict[str, str]]:
-        """The versions ``history`` would return, in its order, as ``version_id`` with their
-        key's ``period`` (its text), ``unit`` and ``definition`` only (of one unit and
-        definition when given): a long history is paged through with it, and each page
-        read with :meth:`versions`."""
+                      unit: str | None = None, definition: str | None = None) -> list[dict[str, Any]]:
+        """The keys ``history`` would read (of one unit and definition when given), each
+        as its ``period`` (text), ``unit``, ``definition`` and ``version_ids`` in
+        transaction-time order, and nothing else of the versions: a long history is paged
+        through with it, each page read with :meth:`versions`."""
         scope = self.scope(scope)
         _key_args(entity=entity, attribute=attribute)
         _instance("period", period, Period, optional=True)

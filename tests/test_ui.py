@@ -328,8 +328,8 @@ def test_history_index_and_snapshot_listing_page_what_the_full_reads_return(worl
     mem, a = world["mem"], world["a"]
     full = mem.history(a, entity=TESLA, attribute=ASSETS)
     index = mem.history_index(a, entity=TESLA, attribute=ASSETS)
-    assert [r["version_id"] for r in index] == [v.version_id for v in full]
-    assert {(r["period"], r["unit"]) for r in index} == {(v.period.text, v.unit) for v in full}
+    assert [i for r in index for i in r["version_ids"]] == [v.version_id for v in full]
+    assert [(r["period"], r["unit"]) for r in index] == list(dict.fromkeys((v.period.text, v.unit) for v in full))
     assert mem.history_index(a, entity=TESLA, attribute=ASSETS, unit="shares") == []
     assert [c.snapshot_id for c in mem.context_snapshots(a, task_id="T-ui")] == [world["snapshot"]]
     assert mem.context_snapshots(a, task_id="T-ui", offset=1) == []

@@ -141,8 +141,8 @@ def key(memory: Memory, scope: Scope, p: Params) -> Page:
     cutoff, known_at = p.time("cutoff"), p.time("known_at")
     index = memory.history_index(scope, entity=entity, attribute=attribute, period=period, unit=unit,
                                  definition=definition)
-    keys = list(dict.fromkeys((r["period"], r["unit"], r["definition"]) for r in index))
-    base = {"entity": entity, "attribute": attribute, "count": len(index)}
+    keys = [(r["period"], r["unit"], r["definition"]) for r in index]
+    base = {"entity": entity, "attribute": attribute, "count": sum(len(r["version_ids"]) for r in index)}
     if len(keys) != 1:  # none, or several to choose from
         page, pages = p.page(len(keys), ROWS_PER_PAGE)
         return "keys.html", {**base, "keys": _window(keys, page, ROWS_PER_PAGE), "nkeys": len(keys),
@@ -150,7 +150,7 @@ def key(memory: Memory, scope: Scope, p: Params) -> Page:
     period_text, unit, definition = keys[0]
     answer = memory.as_of(scope, entity=entity, attribute=attribute, period=Period.parse(period_text),
                           unit=unit, definition=definition, cutoff=cutoff or NOW, known_at=known_at)
-    ids = [r["version_id"] for r in index]
+    ids = index[0]["version_ids"]
     shown = answer.version or (answer.candidates[0] if answer.candidates else None)
     at = ids.index(shown.version_id) if shown and shown.version_id in ids else len(ids) - 1
     page, pages = p.page(len(ids), VERSIONS_PER_PAGE, default=at // VERSIONS_PER_PAGE + 1)
