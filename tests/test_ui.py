@@ -306,7 +306,7 @@ def test_browser_opens_lineage_and_impact(browser, served, world):
     assert page.locator(".graph .node.invalid").count() > 0
     _shot(page, "source")
     extra = (("search", "/?q=Tesla+us-gaap%3AAssets"), ("agent", "/agent"),
-             ("screen", f"/screen?attribute={ASSETS}&frame=CY2015Q4I"),
+             ("screen", f"/screen?attribute={ASSETS}&frame=CY2015Q4I&cutoff=2016-05-11"),
              ("snapshot", f"/agent/snapshot?id={world['snapshot']}"))
     for name, path in extra if os.environ.get("GRAPHMEM_UI_SHOTS") else ():
         page.goto(served + path)
@@ -334,3 +334,12 @@ def test_history_index_and_snapshot_listing_page_what_the_full_reads_return(worl
     assert [c.snapshot_id for c in mem.context_snapshots(a, task_id="T-ui")] == [world["snapshot"]]
     assert mem.context_snapshots(a, task_id="T-ui", offset=1) == []
     assert mem.context_snapshots(world["b"]) == []
+
+
+def test_cli_serves_no_public_address_without_tokens(migrated):
+    from procs import env, run_cli  # test helpers beside this file
+
+    done = run_cli("ui", "--host", "0.0.0.0", "--tenant", "nobody", environ=env(migrated))
+    assert done.returncode == 1
+    assert done.stderr == ("graphmem: error: --tokens: 0.0.0.0 is not a loopback address: serving it needs a "
+                           "tokens file (each bearer token maps to one scope)\n")
