@@ -123,7 +123,7 @@ def search(memory: Memory, scope: Scope, p: Params) -> Page:
             scope, text=text, types=types or None, entity=entity, task_id=task, cutoff=cutoff,
             known_at=known_at, require=Require(min_authority=authority) if authority else None,
             limit=limit or 20, match=match or "all")
-    if text and " " not in text:  # an exact id: a source or an entity of that name
+    if text and " " not in text and len(text.encode()) <= limits.IDENTIFIER_BYTES:  # an exact id?
         found["source"] = memory.source(scope, text)
         found["entity"] = memory.entity(scope, text)
     return "search.html", {**found, "types": MEMORY_TYPES, "authorities": [a.value for a in Authority]}
