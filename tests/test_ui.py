@@ -261,6 +261,7 @@ def browser():
 
 def _session(browser, served, token):
     context = browser.new_context(viewport={"width": 1100, "height": 860})
+    context.set_default_timeout(120_000)  # a loaded machine: pages wait on the database
     page = context.new_page()
     page.goto(f"{served}/?token={token}")
     return page
