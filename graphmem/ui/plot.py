@@ -22,8 +22,8 @@ import networkx as nx
 
 from ..models import FactVersion
 
-LEFT, TOP, RIGHT, BOTTOM = 150, 16, 16, 92  # margins around the plot area (px)
-WIDTH, HEIGHT = 760, 300  # the plot area
+LEFT, TOP, RIGHT, BOTTOM = 172, 16, 16, 92  # margins around the plot area (px)
+WIDTH, HEIGHT = 740, 300  # the plot area
 
 
 @dataclass(frozen=True)
