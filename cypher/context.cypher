@@ -112,6 +112,17 @@ RETURN s {.*} AS s,
          RETURN r {.memory_id, .item, .line, .text} AS r ORDER BY r.item, r.line
        } AS lines
 
+// name: context.list
+// The ids of this scope's snapshots, newest first, one page ($skip, $limit), of one task
+// when $task_id is given. `echo_hash IS NOT NULL` (every snapshot has one) lets the
+// planner seek the (tenant, echo_hash) index instead of scanning every tenant's snapshots.
+MATCH (s:ContextSnapshot)
+WHERE s.tenant = $tenant AND s.echo_hash IS NOT NULL AND s.scope = $scope
+  AND ($task_id IS NULL OR s.task_id = $task_id)
+RETURN s.id AS id
+ORDER BY s.recorded_at DESC, s.id
+SKIP $skip LIMIT $limit
+
 // name: context.memory_state
 // Whether a memory id names something stored in this scope, and when: a fact version,
 // an experience or task state, or a candidate (never live).

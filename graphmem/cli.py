@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import dataclasses
-import datetime as dt
 import io
 import json
 import logging
@@ -222,15 +221,7 @@ def _json_opt(fn: Any) -> Any:
 
 def _period(text: str | None) -> Period | None:
     """``2015-12-31`` (an instant) or ``2025-01-01..2025-03-31`` (a duration)."""
-    if not text:
-        return None
-    start, sep, end = text.partition("..")
-    try:
-        if sep:
-            return Period(start=dt.date.fromisoformat(start), end=dt.date.fromisoformat(end))
-        return Period(end=dt.date.fromisoformat(text))
-    except ValueError as exc:
-        raise InputError("--period", f"expected DATE or DATE..DATE: {exc}") from exc
+    return Period.parse(text, "--period") if text else None
 
 
 def _dump(obj: Any) -> None:
@@ -733,3 +724,20 @@ def mcp(transport: str, host: str, port: int, tokens: Path | None, actor: str, r
         if not read_only:  # a read-only deployment may connect as a user that cannot migrate
             memory.migrate()
         serve(memory, access, grants, transport=transport, host=host, port=port)
+
+
+@main.command("ui")
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to bind (loopback by default).")
+@click.option("--port", type=int, default=8765, show_default=True)
+@click.option("--tokens", type=click.Path(exists=True, dir_okay=False, path_type=Path), envvar="GRAPHMEM_UI_TOKENS",
+              help="TOML file mapping each bearer token to one scope (as for `graphmem mcp`); required off loopback.")
+@_scoped
+def ui(host: str, port: int, tokens: Path | None, tenant: str, scope_keys: tuple[str, ...]) -> None:
+    """A read-only web view of what was known when (needs graphmem[ui]): search, a key's
+    versions on cutoff x known_at, a source's impact, lineage, screens, agent memory."""
+    try:
+        from .ui import serve
+    except ImportError as exc:
+        raise InputError("graphmem ui", f"needs the ui extra: pip install 'graphmem[ui]' ({exc})") from exc
+    with _connect() as memory:
+        serve(memory, scope=_scope(tenant, scope_keys), tokens=tokens, host=host, port=port)

@@ -429,6 +429,12 @@ def load(tx: Tx, scope: Scope, snapshot_id: str) -> Context:
         query=SearchQuery.model_validate_json(s["query"]) if s.get("query") else None)
 
 
+def recent(tx: Tx, scope: Scope, task_id: str | None, skip: int, limit: int) -> list[Context]:
+    """One page of this scope's snapshots (of one task, if given), newest first."""
+    rows = tx.run("context.list", task_id=task_id, skip=skip, limit=limit, **facts.scope_params(scope))
+    return [load(tx, scope, r["id"]) for r in rows]
+
+
 def trace(tx: Tx, scope: Scope, snapshot_id: str, memory_id: str | None, *,
           entity: str | None, attribute: str | None, period: Period | None) -> TraceResult:
     """The fate of one memory, or of every version of a fact key, in one snapshot."""

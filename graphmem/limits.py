@@ -103,6 +103,10 @@ SCREEN_ENTITIES = 100_000
 """Entities one ``screen`` names (its universe): every listed company several times over,
 sent to the server as one statement's parameter."""
 
+PAGE_OFFSET = 1_000_000
+"""Where one page of a listing (``context_snapshots``, the web view's pages) may start:
+the server skips every row before it, so a deeper page is a query to narrow instead."""
+
 CONTEXT_MEMORIES = SEARCH_LIMIT
 """Memories one ``build_context`` renders: the hits of one search."""
 

@@ -595,6 +595,21 @@ class Memory:
 
         return self._db.read(work, "history")
 
+    def history_index(self, scope: Scope, *, entity: str, attribute: str, period: Period | None = None,
+                      unit: str | None = None, definition: str | None = None) -> list[dict[str, Any]]:
+        """The keys ``history`` would read (of one unit and definition when given), each
+        as its ``period`` (text), ``unit``, ``definition`` and ``version_ids`` in
+        transaction-time order, and nothing else of the versions: a long history is paged
+        through with it, each page read with :meth:`versions`."""
+        scope = self.scope(scope)
+        _key_args(entity=entity, attribute=attribute)
+        _instance("period", period, Period, optional=True)
+        limits.check_text("unit", unit, limits.IDENTIFIER_BYTES, optional=True)
+        limits.check_text("definition", definition, limits.IDENTIFIER_BYTES, optional=True)
+        return self._db.read_all("fact.history_index", entity=entity, attribute=attribute,
+                                 period=period.text if period else None, unit=unit, definition=definition,
+                                 **facts.scope_params(scope))
+
     def source(self, scope: Scope, source_id: str) -> SourceRecord | None:
         """A recorded source with its meta and transaction time (None if unknown here)."""
         scope = self.scope(scope)
@@ -871,6 +886,17 @@ class Memory:
         scope = self.scope(scope)
         limits.check_id("snapshot_id", snapshot_id)
         return self._db.read(lambda tx: contexts.load(tx, scope, snapshot_id), "context_snapshot")
+
+    def context_snapshots(self, scope: Scope, *, task_id: str | None = None, offset: int = 0,
+                          limit: int = 20) -> list[Context]:
+        """Recorded context snapshots, newest first: ``limit`` (at most
+        ``limits.SEARCH_LIMIT``) from ``offset`` on, of one task when ``task_id`` is given."""
+        scope = self.scope(scope)
+        limits.check_id("task_id", task_id, optional=True)
+        offset = limits.check_int("offset", offset, 0, limits.PAGE_OFFSET)
+        limit = limits.check_int("limit", limit, 1, limits.SEARCH_LIMIT)
+        return self._db.read(lambda tx: contexts.recent(tx, scope, task_id, offset, limit),
+                             "context_snapshots")
 
     def trace(self, scope: Scope, snapshot_id: str, memory_id: str | None = None, *,
               entity: str | None = None, attribute: str | None = None,

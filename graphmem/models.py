@@ -235,6 +235,18 @@ class Period(_In):
     def text(self) -> str:
         return f"{self.start}..{self.end}" if self.start else str(self.end)
 
+    @classmethod
+    def parse(cls, text: str, name: str = "period") -> Period:
+        """The inverse of ``text``: ``2015-12-31`` (an instant) or ``2025-01-01..2025-03-31``
+        (a duration), as a command line or a URL gives it; InputError naming ``name``."""
+        start, sep, end = text.partition("..")
+        try:
+            if sep:
+                return cls(start=dt.date.fromisoformat(start), end=dt.date.fromisoformat(end))
+            return cls(end=dt.date.fromisoformat(text))
+        except ValueError as exc:
+            raise InputError(name, f"expected DATE or DATE..DATE: {exc}") from exc
+
     @property
     def days(self) -> int | None:
         return None if self.start is None else (self.end - self.start).days + 1

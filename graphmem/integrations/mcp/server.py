@@ -9,7 +9,6 @@ port and answers a request whose id is of the wrong type.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from importlib.metadata import version
 
@@ -18,6 +17,7 @@ from mcp.server.mcpserver import MCPServer
 
 from ...errors import InputError
 from ...memory import Memory
+from ..tokens import loopback
 from .access import Access, TokenAccess
 from .tools import Grants, register
 from .transport import serve_http
@@ -47,15 +47,6 @@ def build_server(memory: Memory, access: Access, grants: Grants | None = None, *
                 "auth": AuthSettings(issuer_url=url, resource_server_url=None)}
     return MCPServer("graphmem", instructions=INSTRUCTIONS, version=version("graphmem"),
                      log_level="WARNING", tools=register(memory, access, grants or Grants()), **auth)
-
-
-def loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def serve(memory: Memory, access: Access, grants: Grants, *, transport: str,

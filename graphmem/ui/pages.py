@@ -1,0 +1,276 @@
+"""The pages: each checks its query parameters (a bad one is named, before any query),
+calls the public :class:`~graphmem.Memory` API in the server's scope and returns a
+template name with what it shows. No read rule lives here: an answer is what
+``as_of`` / ``screen`` / ``search`` returned; lists are cut into pages after the call.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+from collections.abc import Callable, Mapping, Sequence
+from decimal import Decimal
+from typing import Any
+
+import networkx as nx
+
+from .. import limits
+from ..errors import InputError, NotFoundError
+from ..memory import Memory
+from ..models import MEMORY_TYPES, Authority, Period, Require, Scope, SourceRecord
+from ..screen import SORTS
+from ..values import NOW, parse_time
+from . import plot
+
+VERSIONS_PER_PAGE = 20  # a key's versions drawn and listed at once: a light page
+ROWS_PER_PAGE = 50  # rows of the other tables
+STEPS = {"1m": 1, "3m": 3, "1y": 12}  # a screen's cutoff steps, in months
+
+Page = tuple[str, dict[str, Any]]
+
+
+class Params:
+    """A request's query parameters, read one by one with their bounds; a bad one raises
+    InputError naming it (the page shows the message)."""
+
+    def __init__(self, query: Any):
+        self._q = query
+
+    def text(self, name: str, *, required: bool = False, limit: int = limits.IDENTIFIER_BYTES
+             ) -> str | None:
+        value = (self._q.get(name) or "").strip()
+        if not value:
+            if required:
+                raise InputError(name, "required")
+            return None
+        return limits.check_text(name, value, limit)
+
+    def time(self, name: str) -> dt.datetime | None:
+        return parse_time(self.text(name, limit=64), name)
+
+    def period(self, name: str = "period") -> Period | None:
+        text = self.text(name, limit=64)
+        return Period.parse(text, name) if text else None
+
+    def number(self, name: str, default: int | None, low: int, high: int) -> int | None:
+        text = self.text(name, limit=20)
+        if text is None:
+            return default
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise InputError(name, f"an integer from {low:,} to {high:,} is required, got {text!r}")
+        return value
+
+    def choice(self, name: str, options: Sequence[str], default: str | None) -> str | None:
+        value = self.text(name, limit=64)
+        if value is None:
+            return default
+        if value not in options:
+            raise InputError(name, f"must be one of {', '.join(options)}; got {value!r}")
+        return value
+
+    def choices(self, name: str, options: Sequence[str]) -> tuple[str, ...]:
+        given = [v for v in self._q.getlist(name) if v]
+        for value in given:
+            if value not in options:
+                raise InputError(name, f"must be among {', '.join(options)}; got {value!r}")
+        return tuple(given)
+
+    def page(self, count: int, size: int, default: int = 1) -> tuple[int, int]:
+        """The page asked for (1-based) and how many pages ``count`` rows make."""
+        pages = max(1, -(-count // size))
+        return self.number("page", default, 1, pages) or 1, pages
+
+
+def _window(rows: Sequence[Any], page: int, size: int) -> Sequence[Any]:
+    return rows[(page - 1) * size:page * size]
+
+
+def number(value: Any) -> str:
+    """A value as an analyst reads it: thousands separated, exact."""
+    if isinstance(value, Decimal):
+        return f"{value:,f}" if value == value.to_integral_value() or abs(value) >= 1000 else str(value)
+    return "" if value is None else str(value)
+
+
+def iso(value: dt.datetime | None) -> str:
+    """A time as a URL keeps it: a bare date for the end of a day, else ISO with a Z."""
+    if value is None:
+        return ""
+    value = value.astimezone(dt.UTC)
+    if value.time() == dt.time.max:
+        return value.date().isoformat()
+    return value.isoformat().replace("+00:00", "Z")
+
+
+# ---------------------------------------------------------------- 1 search
+
+
+def search(memory: Memory, scope: Scope, p: Params) -> Page:
+    text = p.text("q", limit=limits.SEARCH_TEXT_BYTES)
+    entity, task = p.text("entity"), p.text("task")
+    types = p.choices("type", MEMORY_TYPES)
+    authority = p.choice("min_authority", [a.value for a in Authority], None)
+    match = p.choice("match", ("all", "any"), "all")
+    limit = p.number("limit", 20, 1, 100)
+    cutoff, known_at = p.time("cutoff"), p.time("known_at")
+    found = {"result": None, "source": None, "entity": None}
+    if text or entity or task:
+        found["result"] = memory.search(
+            scope, text=text, types=types or None, entity=entity, task_id=task, cutoff=cutoff,
+            known_at=known_at, require=Require(min_authority=authority) if authority else None,
+            limit=limit or 20, match=match or "all")
+    if text and " " not in text and len(text.encode()) <= limits.IDENTIFIER_BYTES:  # an exact id?
+        found["source"] = memory.source(scope, text)
+        found["entity"] = memory.entity(scope, text)
+    return "search.html", {**found, "types": MEMORY_TYPES, "authorities": [a.value for a in Authority]}
+
+
+# ---------------------------------------------------------------- 2 a key
+
+
+def key(memory: Memory, scope: Scope, p: Params) -> Page:
+    """A key's versions, one page at a time (the page holding the answer by default), and
+    the answer at the point picked. Several keys match (no period, or several units or
+    definitions): the list to pick one from."""
+    entity, attribute = p.text("entity", required=True), p.text("attribute", required=True)
+    period, unit, definition = p.period(), p.text("unit"), p.text("definition")
+    cutoff, known_at = p.time("cutoff"), p.time("known_at")
+    index = memory.history_index(scope, entity=entity, attribute=attribute, period=period, unit=unit,
+                                 definition=definition)
+    keys = [(r["period"], r["unit"], r["definition"]) for r in index]
+    base = {"entity": entity, "attribute": attribute, "count": sum(len(r["version_ids"]) for r in index)}
+    if len(keys) != 1:  # none, or several to choose from
+        page, pages = p.page(len(keys), ROWS_PER_PAGE)
+        return "keys.html", {**base, "keys": _window(keys, page, ROWS_PER_PAGE), "nkeys": len(keys),
+                             "page": page, "pages": pages}
+    period_text, unit, definition = keys[0]
+    answer = memory.as_of(scope, entity=entity, attribute=attribute, period=Period.parse(period_text),
+                          unit=unit, definition=definition, cutoff=cutoff or NOW, known_at=known_at)
+    ids = index[0]["version_ids"]
+    shown = answer.version or (answer.candidates[0] if answer.candidates else None)
+    at = ids.index(shown.version_id) if shown and shown.version_id in ids else len(ids) - 1
+    page, pages = p.page(len(ids), VERSIONS_PER_PAGE, default=at // VERSIONS_PER_PAGE + 1)
+    window = sorted(memory.versions(scope, list(_window(ids, page, VERSIONS_PER_PAGE))),
+                    key=lambda v: (v.available_by, v.recorded_at, v.version_id))
+    conflict = {v.version_id for v in answer.candidates}
+    return "key.html", {
+        **base, "period": period_text, "unit": unit, "definition": definition, "answer": answer,
+        "window": window, "page": page, "pages": pages, "conflict": conflict,
+        "plot": plot.versions_plot(window, answer.cutoff, answer.known_at),
+        "picked": {"cutoff": iso(cutoff), "known_at": iso(known_at)}}
+
+
+# ---------------------------------------------------------------- 3 a source
+
+
+def _impact_graph(report: Any, origin: SourceRecord) -> tuple[nx.DiGraph, dict[str, str]]:
+    """The impact report's items as a graph along their shortest paths from the origin
+    (paths name bare ids: each becomes the ``f:``/``d:``/``s:`` node the drawing links)."""
+    names = {report.origin[2:]: report.origin}
+    names.update((i.id, f"{i.kind[0]}:{i.id}") for i in report.items)
+    graph, marks = nx.DiGraph(), {report.origin: "origin"}
+    graph.add_node(report.origin, kind="source", source_kind=origin.kind, label=origin.title or origin.id)
+    for item in report.items:
+        node = names[item.id]
+        graph.add_node(node, kind=item.kind, label=f"{item.label} ({item.reason})",
+                       lines=(item.label.split(" ", 1)[-1], f"{item.reason}, depth {item.depth}"))
+        marks[node] = item.reason
+        path = [names.get(n, n) for n in item.path]
+        graph.add_edges_from(zip(path, path[1:], strict=False))
+    return graph, marks
+
+
+def source(memory: Memory, scope: Scope, p: Params) -> Page:
+    source_id = p.text("id", required=True)
+    cutoff, known_at = p.time("cutoff"), p.time("known_at")
+    depth = p.number("depth", None, 0, limits.DEPTH)
+    record = memory.source(scope, source_id)
+    if record is None:
+        raise NotFoundError(f"no source {source_id!r} in this scope")
+    report = memory.impact(scope, source_id=source_id, cutoff=cutoff, known_at=known_at, max_depth=depth)
+    graph, marks = _impact_graph(report, record)
+    page, pages = p.page(len(report.items), ROWS_PER_PAGE)
+    return "source.html", {
+        "source": record, "report": report, "items": _window(report.items, page, ROWS_PER_PAGE),
+        "page": page, "pages": pages, "drawing": plot.graph_plot(graph, marks),
+        "evidences": sum(1 for i in report.items if i.kind == "fact" and i.depth == 1)}
+
+
+# ---------------------------------------------------------------- 4 lineage
+
+
+def lineage(memory: Memory, scope: Scope, p: Params) -> Page:
+    version_id = p.text("version", required=True)
+    direction = p.choice("direction", ("upstream", "downstream"), "upstream")
+    depth = p.number("depth", None, 0, limits.DEPTH)
+    graph = memory.lineage(scope, version_id, direction or "upstream", depth)
+    ids = [n[2:] for n, kind in graph.nodes(data="kind") if kind == "fact"][:limits.IDS_PER_CALL]
+    found = {v.version_id: v for v in memory.versions(scope, ids)}
+    for v in found.values():
+        graph.nodes[f"f:{v.version_id}"]["value"] = f"{number(v.value)} {v.unit}"
+    drawn = plot.graph_plot(graph, {f"f:{version_id}": "origin"})
+    return "lineage.html", {"version": found.get(version_id), "found": found, "drawing": drawn,
+                            "direction": direction, "count": graph.number_of_nodes()}
+
+
+# ---------------------------------------------------------------- 5 a screen
+
+
+def shift_months(at: dt.datetime, months: int) -> dt.datetime:
+    """The same time of day ``months`` later (earlier when negative), at a shorter
+    month's last day when the day does not exist there."""
+    y, m = divmod(at.month - 1 + months, 12)
+    year, month = at.year + y, m + 1
+    return at.replace(year=year, month=month, day=min(at.day, calendar.monthrange(year, month)[1]))
+
+
+def screen(memory: Memory, scope: Scope, p: Params) -> Page:
+    attribute = p.text("attribute")
+    frame, period = p.text("frame", limit=32), p.period()
+    cutoff, known_at = p.time("cutoff"), p.time("known_at")
+    unit, definition = p.text("unit"), p.text("definition") or ""
+    sort = p.choice("sort", SORTS, "entity")
+    step = p.choice("step", tuple(STEPS), "3m") or "3m"
+    if attribute is None:
+        return "screen.html", {"result": None, "steps": STEPS, "sorts": SORTS}
+    cutoff = cutoff or memory.server_now()
+    result = memory.screen(scope, attribute=attribute, frame=frame, period=period, cutoff=cutoff,
+                           known_at=known_at, unit=unit, definition=definition, sort=sort or "entity")
+    page, pages = p.page(len(result.answers), ROWS_PER_PAGE)
+    return "screen.html", {
+        "result": result, "rows": _window(result.answers, page, ROWS_PER_PAGE), "page": page,
+        "pages": pages, "steps": STEPS, "sorts": SORTS,
+        "earlier": iso(shift_months(cutoff, -STEPS[step])), "later": iso(shift_months(cutoff, STEPS[step]))}
+
+
+# ---------------------------------------------------------------- 6 agent memory
+
+
+def agent(memory: Memory, scope: Scope, p: Params) -> Page:
+    status = p.choice("status", ("pending", "approved", "rejected", "all"), "pending")
+    task = p.text("task")
+    candidates = memory.candidates(scope, status=None if status == "all" else status)
+    page, pages = p.page(len(candidates), ROWS_PER_PAGE)
+    snapshots_page = p.number("snapshots_page", 1, 1, limits.PAGE_OFFSET // ROWS_PER_PAGE) or 1
+    snapshots = memory.context_snapshots(scope, task_id=task, offset=(snapshots_page - 1) * ROWS_PER_PAGE,
+                                         limit=ROWS_PER_PAGE + 1)  # one more: is there a next page
+    return "agent.html", {
+        "candidates": _window(candidates, page, ROWS_PER_PAGE), "page": page, "pages": pages,
+        "status": status, "snapshots": snapshots[:ROWS_PER_PAGE], "snapshots_page": snapshots_page,
+        "more_snapshots": len(snapshots) > ROWS_PER_PAGE}
+
+
+def snapshot(memory: Memory, scope: Scope, p: Params) -> Page:
+    snapshot_id, memory_id = p.text("id", required=True), p.text("memory")
+    context = memory.context_snapshot(scope, snapshot_id)
+    trace = memory.trace(scope, snapshot_id, memory_id) if memory_id else None
+    return "snapshot.html", {"context": context, "trace": trace}
+
+
+PAGES: Mapping[str, Callable[[Memory, Scope, Params], Page]] = {
+    "/": search, "/key": key, "/source": source, "/lineage": lineage, "/screen": screen,
+    "/agent": agent, "/agent/snapshot": snapshot}

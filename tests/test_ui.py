@@ -1,0 +1,351 @@
+"""`graphmem ui`: the read-only web view, over HTTP and in a real headless Chromium.
+
+One tenant holds real data, loaded once for the module the way the demo loads it:
+Tesla's us-gaap:Assets as filed in 2016 (the 2015 year-end restatement: 8,092,460,000
+in the 10-K of 2016-02-24, 8,067,939,000 in the 10-Q of 2016-05-10), the PayPal and
+Shopify KPI table and PayPal's revenue retained per $100 of volume (a derivation, so
+lineage and impact have depth), plus a candidate and a context snapshot. A second
+tenant holds nothing of it. HTTP tests use Starlette's TestClient against the real
+Neo4j; the browser tests drive Debian's /usr/bin/chromium through Playwright against
+one uvicorn server serving both tenants by bearer token.
+
+Set GRAPHMEM_UI_SHOTS=docs/ui to write a screenshot of each page there.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import socket
+import threading
+import time
+import uuid
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette")
+from graphmem.loaders import kpi, metrics, sec  # noqa: E402
+from starlette.testclient import TestClient  # noqa: E402
+
+from graphmem import FactIn, Period, Scope  # noqa: E402
+from graphmem.demo import COMPANIES  # noqa: E402
+from graphmem.integrations.tokens import Caller, digest  # noqa: E402
+from graphmem.ui import build_app  # noqa: E402
+from graphmem.ui.app import LOOPBACK_HOSTS  # noqa: E402
+
+FIXTURES = Path(__file__).parent / "fixtures"
+TESLA, ASSETS = "cik:1318605", "us-gaap:Assets"
+BEFORE, AFTER = "8,092,460,000", "8,067,939,000"  # as of 2016-05-09 / 2016-05-11
+RESTATED_IN = "0001564590-16-018886"  # the 10-Q of 2016-05-10
+KEY = f"/key?entity={TESLA}&attribute={ASSETS}&period=2015-12-31&unit=USD"
+CHROMIUM = "/usr/bin/chromium"
+TOKEN_A, TOKEN_B = "a-token-of-tenant-a-" + uuid.uuid4().hex, "a-token-of-tenant-b-" + uuid.uuid4().hex
+
+
+def _tesla_2016(tmp: Path) -> Path:
+    """Tesla's company facts cut to us-gaap:Assets as filed in 2016 (four filings)."""
+    doc = json.loads((FIXTURES / "companyfacts-CIK0001318605-tesla.json").read_text())
+    assets = doc["facts"]["us-gaap"]["Assets"]
+    rows = [r for r in assets["units"]["USD"] if r["filed"].startswith("2016")]
+    doc["facts"] = {"us-gaap": {"Assets": {**assets, "units": {"USD": rows}}}}
+    path = tmp / "tesla-assets-2016.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.fixture(scope="module")
+def world(migrated, tmp_path_factory):
+    a = Scope(tenant=f"test-ui-{uuid.uuid4().hex[:12]}")
+    b = Scope(tenant=f"test-ui-other-{uuid.uuid4().hex[:12]}")
+    with migrated.connect() as mem:
+        sec.load(mem, a, _tesla_2016(tmp_path_factory.mktemp("ui")),
+                 FIXTURES / "submissions-CIK0001318605-tesla.json")
+        kpi.load(mem, a, FIXTURES / "kpi-pypl-shop.csv")
+        entity, revenue, cost, volume = COMPANIES["PayPal"]
+        derived = metrics.retained_per_100(mem, a, entity=entity, revenue=revenue, cost=cost, volume=volume,
+                                           cutoff=dt.datetime(2025, 10, 30, 23, 59, 59, tzinfo=dt.UTC)).version
+        mem.remember_fact(a, FactIn(entity=TESLA, attribute="us-gaap:Goodwill", unit="USD",
+                                    value=Decimal("1"), period=Period(end=dt.date(2015, 12, 31)),
+                                    sources=("no-such-filing",)))
+        hits = mem.search(a, text="Tesla us-gaap:Assets", types=["fact"], limit=3)
+        snapshot = mem.build_context(a, task_id="T-ui", memories=hits, token_budget=400).snapshot_id
+        yield {"mem": mem, "a": a, "b": b, "derived": derived, "snapshot": snapshot,
+               "hit": hits.hits[0].memory_id}
+
+
+@pytest.fixture(scope="module")
+def http(world):
+    app = build_app(world["mem"], scope=world["a"], hosts=LOOPBACK_HOSTS)
+    return TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def other(world):
+    """The same database served for the second tenant."""
+    return TestClient(build_app(world["mem"], scope=world["b"]), base_url="http://127.0.0.1")
+
+
+def _text(html: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+# ---------------------------------------------------------------- HTTP
+
+
+def test_key_answer_moves_across_the_restatement(http):
+    before = http.get(KEY + "&cutoff=2016-05-09")
+    after = http.get(KEY + "&cutoff=2016-05-11")
+    assert before.status_code == after.status_code == 200
+    answer = lambda r: _text(r.text.split('id="value"')[1].split("</p>")[0])  # noqa: E731
+    assert BEFORE in answer(before) and AFTER in answer(after)
+    # both versions are drawn and listed, the restating 10-Q among the filings
+    assert before.text.count('class="box') == 2 and RESTATED_IN in before.text
+    # the point picked stays in the form (and so in the address the form submits)
+    assert 'value="2016-05-09"' in before.text
+
+
+def test_key_known_at_before_the_load_knows_nothing(http, world):
+    first = world["mem"].history(world["a"], entity=TESLA, attribute=ASSETS,
+                                 period=Period(end=dt.date(2015, 12, 31)))[0]
+    early = (first.recorded_at - dt.timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    page = http.get(f"{KEY}&cutoff=2016-05-11&known_at={early}")
+    assert page.status_code == 200 and "not found" in _text(page.text)
+
+
+def test_key_without_a_period_lists_the_keys(http):
+    page = http.get(f"/key?entity={TESLA}&attribute={ASSETS}")
+    assert page.status_code == 200 and "pick one" in page.text
+    assert "period=2015-12-31" in page.text
+
+
+def test_search_finds_facts_and_links_their_key(http):
+    page = http.get("/", params={"q": "Tesla us-gaap:Assets", "type": "fact"})
+    assert page.status_code == 200
+    assert f"attribute={ASSETS}".replace(":", "%3A") in page.text
+
+
+def test_source_shows_impact_preview_and_writes_nothing(http, world):
+    mem, a = world["mem"], world["a"]
+    filing = world["derived"]
+    upstream = mem.lineage(a, filing.version_id, "upstream")
+    source = sorted(n[2:] for n, k in upstream.nodes(data="kind") if k == "source")[-1]
+    before = mem.counts(a)
+    page = http.get("/source", params={"id": source})
+    assert page.status_code == 200
+    text = _text(page.text)
+    assert "Recompute order" in text and "retained_per_100" in text and "invalid" in text
+    assert page.text.count('class="node') > 3  # the impact graph is drawn
+    assert mem.counts(a) == before and mem.source(a, source).retracted_at is None
+
+
+def test_lineage_up_and_down(http, world):
+    derived = world["derived"].version_id
+    up = http.get("/lineage", params={"version": derived})
+    assert up.status_code == 200 and 'class="node source' in up.text and "retained_per_100" in up.text
+    graph = world["mem"].lineage(world["a"], derived, "upstream")
+    an_input = next(n[2:] for n in graph.predecessors(next(graph.predecessors(f"f:{derived}"))))
+    assert f"/lineage?version={an_input}" in up.text  # each node links to its own lineage
+    down = http.get("/lineage", params={"version": an_input, "direction": "downstream"})
+    assert down.status_code == 200 and 'class="node fact origin' in down.text
+    assert f"/lineage?version={derived}" in down.text
+
+
+def test_screen_steps_through_cutoffs(http):
+    page = http.get("/screen", params={"attribute": ASSETS, "frame": "CY2015Q4I", "cutoff": "2016-05-09"})
+    assert page.status_code == 200 and BEFORE in page.text
+    later = re.search(r'id="later" href="([^"]+)"', page.text).group(1).replace("&amp;", "&")
+    assert "cutoff=2016-08-09" in later
+    assert AFTER in http.get(later).text
+
+
+def test_agent_memory_candidates_snapshots_and_trace(http, world):
+    agent = http.get("/agent")
+    assert agent.status_code == 200
+    assert "no-such-filing" in agent.text and world["snapshot"] in agent.text
+    snap = http.get("/agent/snapshot", params={"id": world["snapshot"], "memory": world["hit"]})
+    assert snap.status_code == 200 and 'id="trace"' in snap.text
+    assert re.search(r"(included|cut)", _text(snap.text.split('id="trace"')[1]))
+
+
+def test_another_tenants_ids_show_nothing(other, world):
+    assert "Nothing recorded" in other.get(KEY + "&cutoff=2016-05-11").text
+    lost = other.get("/lineage", params={"version": world["derived"].version_id})
+    assert lost.status_code == 404 and world["derived"].version_id in lost.text
+    assert other.get("/source", params={"id": RESTATED_IN}).status_code == 404
+    assert other.get("/agent/snapshot", params={"id": world["snapshot"]}).status_code == 404
+    agent = other.get("/agent")
+    assert "no-such-filing" not in agent.text and world["snapshot"] not in agent.text
+
+
+@pytest.mark.parametrize(("path", "named"), [
+    (KEY + "&cutoff=yesterday", "cutoff: not an ISO date"),
+    (KEY + "&period=2015-13-31", "period: expected DATE"),
+    ("/key?attribute=x", "entity: required"),
+    ("/source?id=" + "x" * 3000, "id: "),
+    ("/lineage?version=v&direction=sideways", "direction: must be one of"),
+    ("/lineage?version=v&depth=-1", "depth: an integer"),
+    ("/screen?attribute=a&frame=CY20X", "frame"),
+    ("/?q=a&limit=1000", "limit: an integer"),
+    (KEY + "&page=99", "page: an integer from 1 to 1"),
+])
+def test_bad_parameters_get_a_message_not_a_trace(http, path, named):
+    page = http.get(path)
+    assert page.status_code == 400, page.text
+    assert named in page.text and "Traceback" not in page.text
+
+
+def test_read_only_and_loopback_hosts(http):
+    assert http.post("/key", data={"entity": TESLA}).status_code == 405
+    assert http.get("/", headers={"host": "attacker.example"}).status_code == 400
+    assert "content-security-policy" in http.get("/").headers
+
+
+def test_tokens_pick_the_scope(world):
+    tokens = {digest(TOKEN_A): Caller(world["a"], "a"), digest(TOKEN_B): Caller(world["b"], "b")}
+    client = TestClient(build_app(world["mem"], tokens=tokens), base_url="http://127.0.0.1")
+    assert client.get(KEY).status_code == 401
+    assert client.get(KEY, headers={"authorization": "Bearer not-a-known-token"}).status_code == 401
+    assert AFTER in client.get(KEY, headers={"authorization": f"Bearer {TOKEN_A}"}).text
+    assert "Nothing recorded" in client.get(KEY, headers={"authorization": f"Bearer {TOKEN_B}"}).text
+    login = client.get(KEY + f"&token={TOKEN_A}", follow_redirects=False)
+    assert login.status_code == 303 and "token" not in login.headers["location"]
+    assert "httponly" in login.headers["set-cookie"].lower()
+    assert AFTER in client.get(login.headers["location"]).text  # the cookie now carries it
+
+
+# ---------------------------------------------------------------- browser
+
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def served(world):
+    """One uvicorn server for the module, both tenants behind their tokens."""
+    import uvicorn
+
+    tokens = {digest(TOKEN_A): Caller(world["a"], "a"), digest(TOKEN_B): Caller(world["b"], "b")}
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(build_app(world["mem"], tokens=tokens), host="127.0.0.1",
+                                           port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} is absent: apt-get install -y chromium (Debian's package)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+def _session(browser, served, token):
+    context = browser.new_context(viewport={"width": 1100, "height": 860})
+    context.set_default_timeout(120_000)  # a loaded machine: pages wait on the database
+    page = context.new_page()
+    page.goto(f"{served}/?token={token}")
+    return page
+
+
+def _shot(page, name):
+    where = os.environ.get("GRAPHMEM_UI_SHOTS")
+    if where:
+        Path(where).mkdir(parents=True, exist_ok=True)
+        path = Path(where) / f"{name}.png"
+        page.screenshot(path=str(path))
+        from PIL import Image  # pillow comes with the png extra: a 128-colour PNG is a third of the size
+
+        Image.open(path).quantize(colors=128).save(path, optimize=True)
+
+
+def test_browser_moves_the_cutoff_across_the_restatement(browser, served, world):
+    page = _session(browser, served, TOKEN_A)
+    page.goto(served + KEY + "&cutoff=2016-05-09")
+    assert BEFORE in page.inner_text("#value")
+    _shot(page, "key")
+    page.fill("#cutoff", "2016-05-11")
+    page.click("#pick button")
+    page.wait_for_url(re.compile(r"cutoff=2016-05-11"))
+    assert AFTER in page.inner_text("#value")
+    # a click in the plot's first column (before either filing) finds nothing public yet
+    box = page.locator("#plot").bounding_box()
+    left, top, col = (float(page.get_attribute("#plot", f"data-{a}")) for a in ("left", "top", "col"))
+    page.mouse.click(box["x"] + left + col / 2, box["y"] + top + 20)
+    page.wait_for_url(re.compile(r"cutoff=2016-02-24T"))
+    assert "not found" in page.inner_text("#value")
+    # and a click in the last column, top row, gets the restated value back
+    page.mouse.click(box["x"] + left + 2.5 * col, box["y"] + top + 20)
+    page.wait_for_url(re.compile(r"cutoff=2016-05-10T"))
+    assert AFTER in page.inner_text("#value")
+    assert page.evaluate("document.getElementsByTagName('*').length") < 400
+    page.context.close()
+
+
+def test_browser_opens_lineage_and_impact(browser, served, world):
+    page = _session(browser, served, TOKEN_A)
+    page.goto(f"{served}/lineage?version={world['derived'].version_id}")
+    assert page.locator(".graph .node").count() > 5
+    _shot(page, "lineage")
+    page.locator(".graph .node.source").first.click()
+    page.wait_for_url(re.compile(r"/source\?id="))
+    assert "Recompute order" in page.inner_text("#order")
+    assert page.locator(".graph .node.invalid").count() > 0
+    _shot(page, "source")
+    extra = (("search", "/?q=Tesla+us-gaap%3AAssets"), ("agent", "/agent"),
+             ("screen", f"/screen?attribute={ASSETS}&frame=CY2015Q4I&cutoff=2016-05-11"),
+             ("snapshot", f"/agent/snapshot?id={world['snapshot']}"))
+    for name, path in extra if os.environ.get("GRAPHMEM_UI_SHOTS") else ():
+        page.goto(served + path)
+        _shot(page, name)
+    page.context.close()
+
+
+def test_browser_other_tenant_and_bad_parameters(browser, served, world):
+    page = _session(browser, served, TOKEN_B)
+    page.goto(f"{served}/lineage?version={world['derived'].version_id}")
+    assert "no version" in page.inner_text("#error")
+    page.goto(served + KEY + "&cutoff=not-a-date")
+    assert "cutoff: not an ISO date" in page.inner_text("#error")
+    assert "Traceback" not in page.content()
+    page.context.close()
+
+
+def test_history_index_and_snapshot_listing_page_what_the_full_reads_return(world):
+    mem, a = world["mem"], world["a"]
+    full = mem.history(a, entity=TESLA, attribute=ASSETS)
+    index = mem.history_index(a, entity=TESLA, attribute=ASSETS)
+    assert [i for r in index for i in r["version_ids"]] == [v.version_id for v in full]
+    assert [(r["period"], r["unit"]) for r in index] == list(dict.fromkeys((v.period.text, v.unit) for v in full))
+    assert mem.history_index(a, entity=TESLA, attribute=ASSETS, unit="shares") == []
+    assert [c.snapshot_id for c in mem.context_snapshots(a, task_id="T-ui")] == [world["snapshot"]]
+    assert mem.context_snapshots(a, task_id="T-ui", offset=1) == []
+    assert mem.context_snapshots(world["b"]) == []
+
+
+def test_cli_serves_no_public_address_without_tokens(migrated):
+    from procs import env, run_cli  # test helpers beside this file
+
+    done = run_cli("ui", "--host", "0.0.0.0", "--tenant", "nobody", environ=env(migrated))
+    assert done.returncode == 1
+    assert done.stderr == ("graphmem: error: --tokens: 0.0.0.0 is not a loopback address: serving it needs a "
+                           "tokens file (each bearer token maps to one scope)\n")
