@@ -575,6 +575,34 @@ class Memory:
         # one statement: its own auto-commit read, one round trip
         return self._db.read_each(lambda tx: screening.screen(tx, scope, q), "screen")
 
+    def panel(
+        self,
+        scope: Scope,
+        *,
+        attribute: str,
+        frames: Iterable[str] | None = None,
+        latest: str | None = None,
+        cutoffs: Iterable[dt.datetime],
+        known_at: dt.datetime | None = None,
+        entities: Iterable[str] | None = None,
+        unit: str | None = None,
+        definition: str = "",
+        require: Require | None = None,
+        first_reported: bool = False,
+    ) -> Any:
+        """A screen at every one of ``frames`` (or each entity's ``latest`` quarter, year
+        or instant) and every one of ``cutoffs``, as of one ``known_at``, read in a few
+        statements: each key once per stretch of cutoffs between its evidence times. With
+        ``first_reported``, each cell also carries its key's value as first reported and
+        whether it was restated. See graphmem/research/panel.py."""
+        from .research import panel as panels
+
+        scope = self.scope(scope)
+        q = panels.make_query(attribute=attribute, frames=frames, latest=latest, cutoffs=cutoffs,
+                              known_at=_aware("known_at", known_at) or self._now(), entities=entities,
+                              unit=unit, definition=definition, require=require, first_reported=first_reported)
+        return self._db.read(lambda tx: panels.panel(tx, scope, q), "panel")
+
     def history(
         self, scope: Scope, *, entity: str, attribute: str, period: Period | None = None
     ) -> list[FactVersion]:
