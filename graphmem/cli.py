@@ -700,3 +700,8 @@ def mcp(transport: str, host: str, port: int, tokens: Path | None, actor: str, r
         if not read_only:  # a read-only deployment may connect as a user that cannot migrate
             memory.migrate()
         serve(memory, access, grants, transport=transport, host=host, port=port)
+
+
+from .research.cli import panel_cmd  # noqa: E402 - registered after the commands it reuses
+
+main.add_command(panel_cmd)

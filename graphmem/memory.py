@@ -25,6 +25,7 @@ from .db import Database, RetryPolicy, Timeouts, Tx
 from .errors import InputError, NotFoundError
 from .models import (
     Answer,
+    Answers,
     Authority,
     Candidate,
     Context,
@@ -44,6 +45,7 @@ from .models import (
     TaskState,
     TaskStateIn,
     TraceResult,
+    Versions,
     WriteReport,
     check_scope,
 )
@@ -543,8 +545,8 @@ class Memory:
             return facts.read_answers(tx, scope, selectors, cutoff, known_at, require)
 
         found = [a for a in self._db.read(work, "facts_as_of") if a.status != "not_found"]
-        return sorted(found, key=lambda a: ((a.version or a.candidates[0]).period.end, a.entity, a.attribute,
-                                           (a.version or a.candidates[0]).period.text))
+        return Answers(sorted(found, key=lambda a: ((a.version or a.candidates[0]).period.end, a.entity, a.attribute,
+                                           (a.version or a.candidates[0]).period.text)))
 
     def screen(
         self,
@@ -619,7 +621,7 @@ class Memory:
                 period=period.text if period else None,
                 **facts.scope_params(scope),
             )
-            return facts.versions_by_id(tx, scope, [r["version_id"] for r in rows])
+            return Versions(facts.versions_by_id(tx, scope, [r["version_id"] for r in rows]))
 
         return self._db.read(work, "history")
 

@@ -29,7 +29,8 @@ def part(name: str, folder: Path) -> Path:
     """A company-facts file cut to the concepts these tests read (the whole of Tesla's
     takes minutes to load on a busy machine)."""
     data = json.loads((FIXTURES / name).read_text())
-    data["facts"] = {"us-gaap": {c: body for c, body in data["facts"]["us-gaap"].items() if c in CONCEPTS}}
+    data["facts"] = {taxonomy: {c: body for c, body in concepts.items() if c in CONCEPTS}
+                     for taxonomy, concepts in data["facts"].items()}
     (folder / name).write_text(json.dumps(data))
     return folder / name
 
@@ -42,7 +43,7 @@ def real(migrated, tmp_path_factory):
     with migrated.connect() as mem:
         sec.load(mem, scope, part("companyfacts-CIK0001318605-tesla.json", folder),
                  FIXTURES / "submissions-CIK0001318605-tesla.json")
-        sec.load(mem, scope, FIXTURES / "companyfacts-CIK0001997711-lpa.json")
+        sec.load(mem, scope, part("companyfacts-CIK0001997711-lpa.json", folder))
         sec.load(mem, scope, part("companyfacts-CIK0001835632-marvell.json", folder),
                  FIXTURES / "submissions-CIK0001835632-marvell.json")
         yield mem, scope, mem.server_now()
@@ -75,12 +76,12 @@ def assert_cells_are_screens(mem: Memory, scope: Scope, panel, known_at, **kwarg
 
 def test_a_panel_of_frames_is_the_screens_cell_by_cell(real):
     mem, scope, known_at = real
-    frames = [f"CY{y}Q{q}" for y in (2020, 2021) for q in range(1, 5)]
-    cutoffs = QUARTER_ENDS[20:36]
+    frames = [f"CY{y}Q{q}" for y in (2020, 2021) for q in (1, 3)]
+    cutoffs = QUARTER_ENDS[21:36:2]
     panel = mem.panel(scope, attribute="us-gaap:OperatingIncomeLoss", frames=frames, cutoffs=cutoffs,
                       known_at=known_at)
     assert panel.frames == tuple(frames) and panel.universe == "attribute"
-    assert len(panel.cells) == assert_cells_are_screens(mem, scope, panel, known_at) > 200
+    assert len(panel.cells) == assert_cells_are_screens(mem, scope, panel, known_at) > 50
     marvell = panel.cell(MARVELL, QUARTER_ENDS[27], "CY2021Q3")  # 2021-12-31
     assert (marvell.status, marvell.value, marvell.filings) == (
         "active", Decimal("-33341000"), ("0001835632-21-000032",))
@@ -88,7 +89,7 @@ def test_a_panel_of_frames_is_the_screens_cell_by_cell(real):
 
 def test_a_latest_quarter_panel_is_the_screen_of_each_entitys_latest_frame(real):
     mem, scope, known_at = real
-    cutoffs = QUARTER_ENDS[16:28]
+    cutoffs = QUARTER_ENDS[16:26]
     panel = mem.panel(scope, attribute="us-gaap:Assets", latest="instant", cutoffs=cutoffs, known_at=known_at,
                       entities=[TESLA, MARVELL, LPA, "cik:404"])
     assert panel.unknown == ("cik:404",) and panel.latest == "instant"

@@ -43,7 +43,7 @@ from .. import facts, limits
 from .. import screen as screening
 from ..db import Tx
 from ..errors import InputError
-from ..models import Answer, Explain, FactValue, FactVersion, Period, _Model
+from ..models import Answer, Explain, FactValue, FactVersion, Period, _Model, _Tabular
 from ..values import epoch, from_micros
 
 LATEST: dict[str, tuple[int, int] | None] = {
@@ -79,7 +79,7 @@ class PanelCell(_Model):
     answer: Answer
 
 
-class Panel(_Model):
+class Panel(_Tabular, _Model):
     """Cells ordered by cutoff, then frame (as asked) and entity. ``frames`` lists the
     asked frames (empty with ``latest``); ``universe`` says how entities were found, as
     for a screen; ``unknown``: entities given that the scope does not hold."""
