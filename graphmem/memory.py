@@ -80,6 +80,19 @@ def _items(name: str, items: Iterable[Any], kind: type) -> Iterator[Any]:
         yield _instance(f"{name}[{n}]", item, kind)
 
 
+def _line_item(attribute: Any, **unsupported: Any) -> bool:
+    """Whether a screen's or panel's attribute is a line item of a family
+    (graphmem/research/lineitems.py), which takes no period, definition or requirement."""
+    from .research.lineitems import LineItem
+
+    if not isinstance(attribute, LineItem):
+        return False
+    for name, value in unsupported.items():
+        if value:
+            raise InputError(name, "a line item's screen or panel takes no " + name)
+    return True
+
+
 def entity_argument(entity: Any) -> Entity:
     """``put_entity``'s entity, checked to be one (by ``Memory`` and an offline build)."""
     return _instance("entity", entity, Entity)
@@ -570,6 +583,11 @@ class Memory:
         conflicted ones included. See graphmem/screen.py for the frame rule and the
         choice of each entity's key."""
         scope = self.scope(scope)
+        if _line_item(attribute, period=period, definition=definition, require=require):
+            from .research import lineitems
+
+            return lineitems.screen(self, scope, attribute, frame=frame, cutoff=_aware("cutoff", cutoff),
+                                    known_at=known_at, entities=entities, unit=unit, sort=sort)
         q = screening.make_query(
             attribute=attribute, selection=screening.selection(frame, period), cutoff=_aware("cutoff", cutoff),
             known_at=_aware("known_at", known_at) or self._now(), entities=entities, unit=unit,
@@ -596,10 +614,16 @@ class Memory:
         or instant) and every one of ``cutoffs``, as of one ``known_at``, read in a few
         statements: each key once per stretch of cutoffs between its evidence times. With
         ``first_reported``, each cell also carries its key's value as first reported and
-        whether it was restated. See graphmem/research/panel.py."""
+        whether it was restated. ``attribute`` may be a line item of a family
+        (graphmem/research/lineitems.py). See graphmem/research/panel.py."""
         from .research import panel as panels
 
         scope = self.scope(scope)
+        if _line_item(attribute, definition=definition, require=require):
+            from .research import lineitems
+
+            return lineitems.panel(self, scope, attribute, frames=frames, latest=latest, cutoffs=cutoffs,
+                                   known_at=known_at, entities=entities, unit=unit, first_reported=first_reported)
         q = panels.make_query(attribute=attribute, frames=frames, latest=latest, cutoffs=cutoffs,
                               known_at=_aware("known_at", known_at) or self._now(), entities=entities,
                               unit=unit, definition=definition, require=require, first_reported=first_reported)

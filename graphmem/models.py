@@ -430,7 +430,9 @@ class Screen(_Tabular, _Model):
     ``attribute`` (every entity that had made the attribute public by the cutoff);
     ``unknown`` lists entities given that the scope does not hold (their rows are
     ``not_found``). For a screen of a derived metric (``graphmem.loaders.metrics.screen_ltm``)
-    ``inputs`` lists, by entity, the versions each active value was derived from."""
+    ``inputs`` lists, by entity, the versions each active value was derived from; for a
+    screen of a line item (graphmem/research/lineitems.py) ``choices`` says, by entity,
+    which concept was chosen and which were skipped, and why."""
 
     attribute: str
     definition: str
@@ -444,6 +446,7 @@ class Screen(_Tabular, _Model):
     answers: tuple[Answer, ...]
     unknown: tuple[str, ...] = ()
     inputs: dict[str, tuple[FactVersion, ...]] = Field(default_factory=dict)
+    choices: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         """How many entities are active, conflicted and not_found."""

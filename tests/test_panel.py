@@ -17,6 +17,7 @@ from graphmem.loaders import sec
 from world import t
 
 from graphmem import InputError, Memory, Scope
+from graphmem.research import lineitems
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TESLA, LPA, MARVELL = "cik:1318605", "cik:1997711", "cik:1835632"
@@ -139,3 +140,38 @@ def test_bad_panel_arguments_are_refused_before_any_query(kwargs, where, reason)
         with pytest.raises(InputError) as info:
             offline.panel(Scope(tenant="t"), **args)
     assert info.value.where == where and reason in info.value.reason, str(info.value)
+
+
+# ---------------------------------------------------------------- line items on real filings
+
+
+def test_revenue_as_a_line_item_follows_teslas_concepts_as_they_were_public(real):
+    """Tesla reported Revenues, then (10-Qs of 2018) also RevenueFromContractWithCustomer-
+    ExcludingAssessedTax, then Revenues alone again from 2019: the family prefers the
+    latter, so each quarter takes it only once it was public, and falls back after."""
+    mem, scope, known_at = real
+    revenue = lineitems.load()["revenue"]
+    cutoffs = [t("2018-03-31"), t("2018-06-30"), t("2019-06-30")]
+    panel = mem.panel(scope, attribute=revenue, latest="quarter", cutoffs=cutoffs, known_at=known_at,
+                      entities=[TESLA])
+    rfcc, revenues = "us-gaap:RevenueFromContractWithCustomerExcludingAssessedTax", "us-gaap:Revenues"
+    got = [(c.frame, c.concept, c.value, c.skipped) for c in panel.cells]
+    assert got == [
+        ("CY2017Q4", revenues, Decimal("3288249000"), (f"{rfcc}: nothing public",)),
+        ("CY2018Q1", rfcc, Decimal("3408751000"), ()),
+        ("CY2019Q1", revenues, Decimal("4541464000"), (f"{rfcc}: latest CY2018Q3",)),
+    ]
+    assert panel.attribute == "item:revenue" and panel.item == "revenue"
+    cell = panel.cells[1]
+    derived = mem.versions(scope, [cell.version_id])[0]
+    assert derived.attribute == "item:revenue" and derived.value == cell.value
+    assert [(e.kind, e.title) for e in derived.sources] == [("derivation", "lineitem 1")]
+    upstream = mem.lineage(scope, cell.version_id, "upstream")  # the reported fact and its filing
+    filing = cell.filings[0]
+    assert {f"f:{cell.reported_version_id}", f"s:{filing}"} <= set(upstream.nodes)
+    reached = {i.id for i in mem.impact(scope, source_id=filing).items}
+    assert cell.version_id in reached
+    screen = mem.screen(scope, attribute=revenue, frame="CY2018Q1", cutoff=cutoffs[1], entities=[TESLA])
+    assert screen.choices[TESLA] == {"concept": rfcc, "skipped": []}
+    assert screen.answers[0].version.version_id == cell.version_id
+    assert screen.inputs[TESLA][0].version_id == cell.reported_version_id

@@ -61,7 +61,9 @@ class PanelCell(_Model):
     conflicted) and ``version_id`` come from ``answer``. With ``first_reported``:
     ``first_value`` and ``first_version_id``, the key's answer at its first evidence
     time, and ``restated``, whether the cell's value differs from it (None unless both
-    are active)."""
+    are active). For a line item (graphmem/research/lineitems.py): the ``concept``
+    chosen, the members ``skipped`` before it with why, and the ``reported_version_id``
+    the standardized value (``version_id``) was derived from."""
 
     entity: str
     frame: str | None
@@ -76,13 +78,17 @@ class PanelCell(_Model):
     first_value: FactValue | None = None
     first_version_id: str | None = None
     restated: bool | None = None
+    concept: str | None = None
+    skipped: tuple[str, ...] = ()
+    reported_version_id: str | None = None
     answer: Answer
 
 
 class Panel(_Tabular, _Model):
     """Cells ordered by cutoff, then frame (as asked) and entity. ``frames`` lists the
     asked frames (empty with ``latest``); ``universe`` says how entities were found, as
-    for a screen; ``unknown``: entities given that the scope does not hold."""
+    for a screen; ``unknown``: entities given that the scope does not hold; ``item`` and
+    ``family``: the line item it standardizes, if any."""
 
     attribute: str
     definition: str
@@ -95,6 +101,8 @@ class Panel(_Tabular, _Model):
     first_reported: bool
     cells: tuple[PanelCell, ...]
     unknown: tuple[str, ...] = ()
+    item: str | None = None
+    family: str | None = None
 
     def cell(self, entity: str, cutoff: dt.datetime, frame: str | None = None) -> PanelCell | None:
         """The cell of ``entity`` at ``cutoff`` (and ``frame``, unless ``latest``)."""
