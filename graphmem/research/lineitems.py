@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .. import limits
 from ..errors import InputError
 from ..models import Answer, FactIn, FactVersion, Scope, Screen
-from .panel import Panel, PanelCell
+from .panel import Panel, PanelCell, frame_end
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -143,10 +143,6 @@ def load(path: str | Path | None = None) -> Family:
 # ---------------------------------------------------------------- panels and screens
 
 
-def _key(cell: PanelCell) -> tuple[dt.datetime, str]:
-    return cell.cutoff, cell.entity
-
-
 def _combine(item: LineItem, panels: list[Panel], latest: bool) -> dict[tuple, tuple[PanelCell, int | None, list]]:
     """Per (cutoff, frame or None, entity): the chosen member's cell, its index, and the
     members skipped before it with why (see the module docstring)."""
@@ -157,7 +153,7 @@ def _combine(item: LineItem, panels: list[Panel], latest: bool) -> dict[tuple, t
         usable = [c if c is not None and c.status != "not_found" and item.allows(c.unit) else None for c in cells]
         if latest:  # the latest frame any member has, then the first member that has it
             frame = max((c.frame for c in usable if c), default=None,
-                        key=lambda f: (f is not None, _frame_end(f)))
+                        key=frame_end)
             usable = [c if c and c.frame == frame else None for c in usable]
         chosen = next((n for n, c in enumerate(usable) if c is not None), None)
         skipped = [_why(item.members[n].concept, c, frame if latest else None)
@@ -165,12 +161,6 @@ def _combine(item: LineItem, panels: list[Panel], latest: bool) -> dict[tuple, t
         fallback = next(c for c in cells if c is not None)
         out[where] = (cells[chosen] if chosen is not None else fallback, chosen, skipped)
     return out
-
-
-def _frame_end(frame: str | None) -> dt.date:
-    from ..screen import Selection
-
-    return Selection.frame(frame).end if frame else dt.date.min
 
 
 def _why(concept: str, cell: PanelCell | None, frame: str | None) -> str:

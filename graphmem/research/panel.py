@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -271,6 +272,12 @@ def plan(q: Query, row: dict[str, Any]) -> _Plan:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
+def frame_end(frame: str | None) -> dt.date:
+    """The last day of a frame (None: before every frame), to find an entity's latest."""
+    return screening.Selection.frame(frame).end if frame else dt.date.min
+
+
 def _micros(t: dt.datetime) -> int:
     return (t - _EPOCH) // dt.timedelta(microseconds=1)
 
@@ -353,7 +360,7 @@ def _latest(q: Query, p: _Plan, at: dict[str, list[tuple[_Key, Answer]]], n: int
     for entity in p.universes[n]:
         found = [k.frames[0] for k, a in at[entity] if a.status != "not_found"]
         if found:
-            by_frame.setdefault(max(found, key=lambda f: screening.Selection.frame(f).end), []).append(entity)
+            by_frame.setdefault(max(found, key=frame_end), []).append(entity)
         else:
             explain = sum((a.explain for _, a in at[entity]), Explain())
             none = Answer(status="not_found", entity=entity, attribute=q.base.attribute, cutoff=cutoff,
