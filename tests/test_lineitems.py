@@ -16,6 +16,7 @@ import uuid
 from decimal import Decimal
 
 import pytest
+from procs import env, run_cli
 from world import t
 
 from graphmem import Authority, Entity, FactIn, InputError, Memory, Period, Scope, Source
@@ -128,3 +129,15 @@ def test_the_built_in_family_and_bad_uses():
         offline.screen(Scope(tenant="t"), attribute=family["revenue"], frame="CY2024Q3",
                        cutoff=t("2025-01-01"), definition="ltm")
     assert info.value.where == "definition"
+
+
+def test_the_panel_command_takes_a_line_item(switched, migrated, tmp_path):
+    mem, scope = switched
+    cutoffs = tmp_path / "cutoffs.txt"
+    cutoffs.write_text("# two cutoffs\n2018-03-31\n2019-03-31\n")
+    done = run_cli("panel", "--tenant", scope.tenant, "--item", "revenue", "--frames", "CY2017Q4",
+                   "--cutoffs", str(cutoffs), "--format", "csv", environ=env(migrated))
+    assert done.returncode == 0, done.stderr
+    rows = [line.split(",") for line in done.stdout.splitlines()]
+    assert rows[0][-2:] == ["concept", "skipped"]
+    assert [(r[4], r[-2]) for r in rows[1:]] == [("500", SRN), ("505", RFCC)]

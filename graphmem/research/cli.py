@@ -23,6 +23,7 @@ import click
 
 from ..errors import InputError
 from ..values import parse_time
+from . import lineitems
 from .panel import LATEST, Panel
 
 _STEPS = {"monthly": 1, "quarterly": 3, "yearly": 12}
@@ -80,6 +81,7 @@ def rows(panel: Panel) -> list[dict[str, Any]]:
              "period": c.period.text if c.period else "",
              "available_by": c.available_by.isoformat() if c.available_by else "",
              "filings": " ".join(c.filings), "version_id": c.version_id or "",
+             **({"concept": c.concept or "", "skipped": "; ".join(c.skipped)} if panel.item else {}),
              **({"first_value": "" if c.first_value is None else str(c.first_value),
                  "restated": "" if c.restated is None else str(c.restated).lower()} if panel.first_reported else {})}
             for c in panel.cells]
@@ -88,8 +90,7 @@ def rows(panel: Panel) -> list[dict[str, Any]]:
 def emit(panel: Panel, fmt: str, out: Path | None) -> None:
     """Write the panel as a table, CSV, JSON or Parquet (to ``out``, or standard output)."""
     if fmt == "parquet":
-        if out is None:
-            raise InputError("--out", "a Parquet panel is written to a file: pass --out FILE")
+        assert out is not None, "checked before the panel was read"
         from .frames import write_parquet
 
         write_parquet(panel, out)
@@ -115,7 +116,11 @@ def emit(panel: Panel, fmt: str, out: Path | None) -> None:
 
 
 @click.command("panel")
-@click.option("--attribute", required=True, help="e.g. us-gaap:Revenues")
+@click.option("--attribute", help="e.g. us-gaap:Revenues")
+@click.option("--item", help="A standardized line item instead (revenue, net_income, total_assets ...), its "
+              "concept chosen per cell and recorded as a derivation.")
+@click.option("--family", "family_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="The line-item family file --item names (default: the built-in one).")
 @click.option("--frames", "frames_text", help="CY2019Q1..CY2024Q4, or frames separated by commas.")
 @click.option("--latest", type=click.Choice(list(LATEST)), help="Each entity's latest period of this kind instead.")
 @click.option("--cutoffs", "cutoffs_text", required=True,
@@ -130,17 +135,21 @@ def emit(panel: Panel, fmt: str, out: Path | None) -> None:
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write here (required for parquet).")
 @click.option("--scope", "scope_keys", multiple=True, metavar="KEY=VALUE", help="Scope keys beside the tenant.")
 @click.option("--tenant", envvar="GRAPHMEM_TENANT", default="default", show_default=True)
-def panel_cmd(attribute: str, frames_text: str | None, latest: str | None, cutoffs_text: str,
+def panel_cmd(attribute: str | None, item: str | None, family_file: Path | None, frames_text: str | None,
+              latest: str | None, cutoffs_text: str,
               known_at: str | None, entities_file: Path | None, unit: str | None, first_reported: bool,
               fmt: str, out: Path | None, scope_keys: tuple[str, ...], tenant: str) -> None:
     """A screen at every frame (or each entity's latest) and every cutoff, without
     look-ahead; exit 4 when no cell has a value."""
     from ..cli import _connect, _entity_ids, _scope
 
+    if (attribute is None) == (item is None):
+        raise InputError("--attribute", "give exactly one of --attribute or --item")
+    asked: Any = attribute if item is None else lineitems.load(family_file)[item]
     if fmt == "parquet" and out is None:
         raise InputError("--out", "a Parquet panel is written to a file: pass --out FILE")
     with _connect() as mem:
-        result = mem.panel(_scope(tenant, scope_keys), attribute=attribute,
+        result = mem.panel(_scope(tenant, scope_keys), attribute=asked,
                            frames=frames(frames_text) if frames_text else None, latest=latest,
                            cutoffs=cutoffs(cutoffs_text), known_at=parse_time(known_at, "--known-at"),
                            entities=_entity_ids(entities_file), unit=unit, first_reported=first_reported)
