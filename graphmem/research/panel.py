@@ -14,10 +14,16 @@ evidence times (when one of its evidence edges, or a resolution settling one of 
 versions, becomes public). So one statement (``panel.keys``) finds the universe, each
 entity's keys that can belong to an asked frame, and each key's evidence times; the
 cutoffs are split, per key, into stretches between two of those times; and the read rule
-(``fact.read`` itself, in batches) reads each key once per stretch that holds a cutoff,
-never once per cutoff. A key with three filings read over forty cutoffs is read at most
-four times. With ``first_reported``, each key is read once more, at its first evidence
-time: the value as first reported; a cell is ``restated`` when its value differs.
+(``fact.read`` itself, in batches of 2,000) reads each key once per stretch that holds a
+cutoff it is needed at, never once per cutoff. A key with three filings read over forty
+cutoffs is read at most four times. With ``latest``, a key with no evidence public by a
+cutoff cannot answer there, so at each cutoff only the keys of the entity's latest frame
+holding a public key are read; an entity whose keys there all read ``not_found``
+(retracted, invalidated, below the requirement) tries its next frame in another round
+(a latest ``not_found`` cell's ``explain`` sums the keys read for it). With
+``first_reported``, each key that answers a cell is read once more, at its first
+evidence time: the value as first reported; a cell is ``restated`` when its value
+differs.
 
 **The universe** per cutoff is the screen's: the ``entities`` given, or every entity
 that had made the attribute public by that cutoff (as recorded by known_at), so an
@@ -37,7 +43,7 @@ import bisect
 import datetime as dt
 import functools
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .. import facts, limits
@@ -214,21 +220,61 @@ class _Key:
         """Which stretch between evidence times holds the cutoff (0: before the first)."""
         return bisect.bisect_right(self.points, cutoff)
 
+    def public(self, cutoff: int) -> bool:
+        """Whether any evidence of the key was public by the cutoff (else it cannot answer)."""
+        return bool(self.points) and self.points[0] <= cutoff
+
 
 @dataclass
 class _Plan:
-    """What the panel reads: each key once per stretch holding a cutoff (and, with
-    first_reported, at its first evidence time)."""
+    """What the panel reads: each key once per stretch holding a cutoff it is needed at
+    (and, with first_reported, at its first evidence time), and the answers so far."""
 
     query: Query
     known_at: dt.datetime
+    micros: list[int]  # the cutoffs, epoch microseconds
     universes: list[list[str]]  # per cutoff
     keys: dict[str, list[_Key]]  # per entity
     unknown: list[str]
-    reads: list[dict[str, Any]]
-    read_at: dict[tuple[str, int], int]  # (key uid, stretch) -> read index
-    first_at: dict[str, int]  # key uid -> read index at its first evidence time
-    times: facts.Times
+    reads: list[dict[str, Any]] = field(default_factory=list)
+    answers: list[Answer] = field(default_factory=list)
+    read_at: dict[tuple[str, int], int] = field(default_factory=dict)  # (key uid, stretch) -> read
+    first_at: dict[str, int] = field(default_factory=dict)  # key uid -> read at its first evidence
+    times: facts.Times = field(default_factory=facts.Times)
+
+    def need(self, key: _Key, n: int) -> None:
+        """Read ``key`` at cutoff ``n`` (once per stretch)."""
+        if (key.uid, key.stretch(self.micros[n])) not in self.read_at:
+            self.read_at[(key.uid, key.stretch(self.micros[n]))] = self._read(key.uid, self.query.cutoffs[n])
+
+    def need_first(self, key: _Key) -> None:
+        if key.uid not in self.first_at and key.points:
+            self.first_at[key.uid] = self._read(key.uid, from_micros(key.points[0]))
+
+    def _read(self, uid: str, cutoff: dt.datetime) -> int:
+        self.reads.append({"i": len(self.reads), "uid": uid, "cutoff": self.times.ref(cutoff),
+                           "known_at": self.times.ref(self.known_at)})
+        return len(self.reads) - 1
+
+    def at(self, key: _Key, n: int) -> Answer:
+        return self.answers[self.read_at[(key.uid, key.stretch(self.micros[n]))]]
+
+    def has(self, key: _Key, n: int) -> bool:
+        """Whether ``key`` was read at cutoff ``n``."""
+        return (key.uid, key.stretch(self.micros[n])) in self.read_at
+
+    def read(self, tx: Tx, scope: Any) -> None:
+        """The reads not read yet, through ``fact.read`` itself, in batches."""
+        require = self.query.base.require
+        start = len(self.answers)
+        self.answers += [None] * (len(self.reads) - start)  # type: ignore[list-item]
+        for first in range(start, len(self.reads), _READS):
+            rows = tx.run("fact.read", reads=self.reads[first:first + _READS], times=self.times.values,
+                          brief=False, **facts.require_params(require), **facts.scope_params(scope))
+            for row in rows:
+                cutoff = self.times.values[self.reads[row["i"]]["cutoff"]]
+                self.answers[row["i"]] = facts._answer(row, cutoff, require)
+        assert all(a is not None for a in self.answers[start:])
 
 
 def _frames_of(q: Query, period: Period) -> tuple[str, ...]:
@@ -241,9 +287,19 @@ def _frames_of(q: Query, period: Period) -> tuple[str, ...]:
     return (frame,)
 
 
+@functools.lru_cache(maxsize=4096)
+def frame_end(frame: str | None) -> dt.date:
+    """The last day of a frame (None: before every frame), to find an entity's latest."""
+    return screening.Selection.frame(frame).end if frame else dt.date.min
+
+
+def _micros(t: dt.datetime) -> int:
+    return (t - _EPOCH) // dt.timedelta(microseconds=1)
+
+
 def plan(q: Query, row: dict[str, Any]) -> _Plan:
-    """The reads a panel needs, from ``panel.keys``'s row."""
-    known_at = from_micros(row["known_at"])
+    """The panel's universe per cutoff and each entity's keys in the asked frames, from
+    ``panel.keys``'s row."""
     micros = [_micros(c) for c in q.cutoffs]
     entities = row["entities"]
     universes = [[e["id"] for e in entities if q.base.entities is not None
@@ -259,46 +315,8 @@ def plan(q: Query, row: dict[str, Any]) -> _Plan:
             frames = _frames_of(q, period)
             if frames:
                 keys.setdefault(e["id"], []).append(_Key(k["uid"], e["id"], period, frames, sorted(k["points"])))
-    times = facts.Times()
-    out = _Plan(q, known_at, universes, keys, [e["id"] for e in entities if not e["known"]], [], {}, {}, times)
-    members = [set(u) for u in universes]
-    for entity, mine in keys.items():
-        for key in mine:
-            for n, m in enumerate(micros):
-                if entity in members[n] and (key.uid, key.stretch(m)) not in out.read_at:
-                    out.read_at[(key.uid, key.stretch(m))] = _read(out, key.uid, q.cutoffs[n])
-            if q.first_reported and key.points:
-                out.first_at[key.uid] = _read(out, key.uid, from_micros(key.points[0]))
-    return out
-
-
-@functools.lru_cache(maxsize=4096)
-def frame_end(frame: str | None) -> dt.date:
-    """The last day of a frame (None: before every frame), to find an entity's latest."""
-    return screening.Selection.frame(frame).end if frame else dt.date.min
-
-
-def _micros(t: dt.datetime) -> int:
-    return (t - _EPOCH) // dt.timedelta(microseconds=1)
-
-
-def _read(p: _Plan, uid: str, cutoff: dt.datetime) -> int:
-    p.reads.append({"i": len(p.reads), "uid": uid, "cutoff": p.times.ref(cutoff),
-                    "known_at": p.times.ref(p.known_at)})
-    return len(p.reads) - 1
-
-
-def read_all(tx: Tx, scope: Any, p: _Plan) -> list[Answer]:
-    """Every planned read, through ``fact.read`` in batches; answers by read index."""
-    require = p.query.base.require
-    out: list[Answer | None] = [None] * len(p.reads)
-    for start in range(0, len(p.reads), _READS):
-        rows = tx.run("fact.read", reads=p.reads[start:start + _READS], times=p.times.values, brief=False,
-                      **facts.require_params(require), **facts.scope_params(scope))
-        for row in rows:
-            out[row["i"]] = facts._answer(row, p.times.values[p.reads[row["i"]]["cutoff"]], require)
-    assert all(a is not None for a in out)
-    return out  # type: ignore[return-value]
+    return _Plan(q, from_micros(row["known_at"]), micros, universes, keys,
+                 [e["id"] for e in entities if not e["known"]])
 
 
 # ---------------------------------------------------------------- the cells
@@ -308,71 +326,103 @@ def _shown(answer: Answer) -> list[FactVersion]:
     return [answer.version] if answer.version else list(answer.candidates)
 
 
-def _cell(answer: Answer, frame: str | None, cutoff: dt.datetime, first: Answer | None) -> PanelCell:
+def _cell(answer: Answer, frame: str | None, cutoff: dt.datetime) -> PanelCell:
     answer = answer if answer.cutoff == cutoff else answer.model_copy(update={"cutoff": cutoff})
     shown = _shown(answer)
     v = answer.version
-    cell: dict[str, Any] = {
-        "entity": answer.entity, "frame": frame,
-        "cutoff": cutoff, "status": answer.status, "answer": answer,
-        "value": v.value if v else None, "unit": shown[0].unit if shown else None,
-        "period": shown[0].period if shown else None,
-        "available_by": max((x.available_by for x in shown), default=None),
-        "filings": tuple(dict.fromkeys(e.source_id for x in shown for e in x.sources)),
-        "version_id": v.version_id if v else None}
-    if first is not None and first.version is not None:
-        cell.update(first_value=first.version.value, first_version_id=first.version.version_id,
-                    restated=None if v is None else v.value != first.version.value)
-    return PanelCell(**cell)
+    return PanelCell(entity=answer.entity, frame=frame, cutoff=cutoff, status=answer.status, answer=answer,
+                     value=v.value if v else None, unit=shown[0].unit if shown else None,
+                     period=shown[0].period if shown else None,
+                     available_by=max((x.available_by for x in shown), default=None),
+                     filings=tuple(dict.fromkeys(e.source_id for x in shown for e in x.sources)),
+                     version_id=v.version_id if v else None)
 
 
-def cells(p: _Plan, answers: list[Answer]) -> list[PanelCell]:
-    """Every cell, cutoff by cutoff (see the module docstring)."""
-    q = p.query
-    uid_of = {id(answers[i]): uid for (uid, _), i in p.read_at.items()}
+Chosen = list[tuple[PanelCell, "_Key | None"]]  # each cell and the key that answers it
 
-    def first(answer: Answer) -> Answer | None:
-        i = p.first_at.get(uid_of.get(id(answer), ""))
-        return answers[i] if i is not None else None
 
-    out: list[PanelCell] = []
-    for n, cutoff in enumerate(q.cutoffs):
-        m = _micros(cutoff)
-        at = {e: [(k, answers[p.read_at[(k.uid, k.stretch(m))]]) for k in p.keys.get(e, ())]
-              for e in p.universes[n]}
-        if q.latest is None:
-            for selection in q.frames:
-                fq = replace(q.base, selection=selection, cutoff=cutoff)
-                mine = [a for e in p.universes[n] for k, a in at[e] if selection.label in k.frames]
-                for a in screening.choose(fq, p.universes[n], mine, cutoff, p.known_at):
-                    out.append(_cell(a, selection.label, cutoff, first(a) if q.first_reported else None))
-        else:
-            out += _latest(q, p, at, n, cutoff, first)
+def _choose(p: _Plan, n: int, selection: screening.Selection, entities: list[str]) -> Chosen:
+    """The screen's choice among the entities' keys of one frame read at cutoff ``n``."""
+    cutoff = p.query.cutoffs[n]
+    fq = replace(p.query.base, selection=selection, cutoff=cutoff, entities=tuple(entities))
+    keyed = [(k, p.at(k, n)) for e in entities for k in p.keys.get(e, ())
+             if selection.label in k.frames and p.has(k, n)]
+    key_of = {id(a): k for k, a in keyed}
+    return [(_cell(a, selection.label, cutoff), key_of.get(id(a)))
+            for a in screening.choose(fq, entities, [a for _, a in keyed], cutoff, p.known_at)]
+
+
+def _frames_cells(tx: Tx, scope: Any, p: _Plan) -> Chosen:
+    """Every (cutoff, frame, entity) cell: every key of the frames at every cutoff."""
+    for n in range(len(p.micros)):
+        for e in p.universes[n]:
+            for k in p.keys.get(e, ()):
+                p.need(k, n)
+    p.read(tx, scope)
+    return [c for n in range(len(p.micros)) for s in p.query.frames
+            for c in _choose(p, n, s, p.universes[n])]
+
+
+def _latest_cells(tx: Tx, scope: Any, p: _Plan) -> Chosen:
+    """Each (cutoff, entity)'s cell in its latest frame with a candidate. A key with no
+    evidence public by the cutoff cannot be one, so only the latest frame holding a
+    public key is read first; an entity whose keys there all read not_found (retracted,
+    invalidated, below the requirement) tries its next frame in the next round."""
+    todo = {}
+    for n, m in enumerate(p.micros):
+        for e in p.universes[n]:
+            frames = {k.frames[0] for k in p.keys.get(e, ()) if k.public(m)}
+            todo[(e, n)] = sorted(frames, key=frame_end, reverse=True)
+    found: dict[tuple[str, int], str | None] = {}
+    while todo:
+        for (e, n), frames in todo.items():
+            for k in p.keys.get(e, ()) if frames else ():
+                if k.frames[0] == frames[0] and k.public(p.micros[n]):
+                    p.need(k, n)
+        p.read(tx, scope)
+        rest = {}
+        for (e, n), frames in todo.items():
+            if frames and any(p.at(k, n).status != "not_found" for k in p.keys.get(e, ())
+                              if k.frames[0] == frames[0] and k.public(p.micros[n])):
+                found[(e, n)] = frames[0]
+            elif len(frames) > 1:
+                rest[(e, n)] = frames[1:]
+            else:
+                found[(e, n)] = None
+        todo = rest
+    out: Chosen = []
+    for n, cutoff in enumerate(p.query.cutoffs):
+        by_frame: dict[str | None, list[str]] = {}
+        for e in p.universes[n]:
+            by_frame.setdefault(found[(e, n)], []).append(e)
+        for e in by_frame.pop(None, []):
+            explain = sum((p.at(k, n).explain for k in p.keys.get(e, ()) if p.has(k, n)), Explain())
+            none = Answer(status="not_found", entity=e, attribute=p.query.base.attribute, cutoff=cutoff,
+                          known_at=p.known_at, require=p.query.base.require, explain=explain)
+            out.append((_cell(none, None, cutoff), None))
+        for frame, entities in by_frame.items():
+            assert frame is not None
+            out += _choose(p, n, screening.Selection.frame(frame), entities)
     return out
 
 
-def _latest(q: Query, p: _Plan, at: dict[str, list[tuple[_Key, Answer]]], n: int, cutoff: dt.datetime,
-            first: Any) -> list[PanelCell]:
-    """Each entity's cell in its latest frame with a candidate; the frame's screen rules
-    (the choice, one unit) applied to the entities that share it."""
-    by_frame: dict[str, list[str]] = {}
-    empty: list[PanelCell] = []
-    for entity in p.universes[n]:
-        found = [k.frames[0] for k, a in at[entity] if a.status != "not_found"]
-        if found:
-            by_frame.setdefault(max(found, key=frame_end), []).append(entity)
-        else:
-            explain = sum((a.explain for _, a in at[entity]), Explain())
-            none = Answer(status="not_found", entity=entity, attribute=q.base.attribute, cutoff=cutoff,
-                          known_at=p.known_at, require=q.base.require, explain=explain)
-            empty.append(_cell(none, None, cutoff, None))
-    out = list(empty)
-    for frame, entities in by_frame.items():
-        fq = replace(q.base, selection=screening.Selection.frame(frame), cutoff=cutoff, entities=tuple(entities))
-        mine = [a for e in entities for k, a in at[e] if k.frames[0] == frame]
-        for a in screening.choose(fq, list(entities), mine, cutoff, p.known_at):
-            out.append(_cell(a, frame, cutoff, first(a) if q.first_reported else None))
-    return sorted(out, key=lambda c: c.entity)
+def _first_reported(tx: Tx, scope: Any, p: _Plan, chosen: Chosen) -> list[PanelCell]:
+    """Each cell with its key's answer at the key's first evidence time (read for the
+    keys that answer a cell only) and whether its value was restated since."""
+    for _, key in chosen:
+        if key is not None:
+            p.need_first(key)
+    p.read(tx, scope)
+    out = []
+    for cell, key in chosen:
+        first = p.answers[p.first_at[key.uid]] if key is not None and key.uid in p.first_at else None
+        if first is not None and first.version is not None:
+            v = cell.answer.version
+            cell = cell.model_copy(update={
+                "first_value": first.version.value, "first_version_id": first.version.version_id,
+                "restated": None if v is None else v.value != first.version.value})
+        out.append(cell)
+    return out
 
 
 def panel(tx: Tx, scope: Any, q: Query) -> Panel:
@@ -380,14 +430,12 @@ def panel(tx: Tx, scope: Any, q: Query) -> Panel:
     row = tx.one("panel.keys", q=q.params(), **facts.scope_params(scope))
     assert row is not None  # the statement always returns its one row
     p = plan(q, row)
-    rows = cells(p, read_all(tx, scope, p))
-    if q.latest is None:
-        order = {s.label: i for i, s in enumerate(q.frames)}
-        rows.sort(key=lambda c: (c.cutoff, order[c.frame or ""], c.entity))
+    chosen = _frames_cells(tx, scope, p) if q.latest is None else _latest_cells(tx, scope, p)
+    rows = _first_reported(tx, scope, p, chosen) if q.first_reported else [c for c, _ in chosen]
+    order = {s.label: i for i, s in enumerate(q.frames)}
+    rows.sort(key=lambda c: (c.cutoff, order.get(c.frame or "", 0), c.entity))
     b = q.base
     return Panel(attribute=b.attribute, definition=b.definition, unit=b.unit,
                  frames=tuple(s.label for s in q.frames), latest=q.latest, cutoffs=q.cutoffs,
                  known_at=p.known_at, universe="entities" if b.entities is not None else "attribute",
                  first_reported=q.first_reported, cells=tuple(rows), unknown=tuple(sorted(p.unknown)))
-
-
