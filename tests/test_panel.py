@@ -175,3 +175,40 @@ def test_revenue_as_a_line_item_follows_teslas_concepts_as_they_were_public(real
     assert screen.choices[TESLA] == {"concept": rfcc, "skipped": []}
     assert screen.answers[0].version.version_id == cell.version_id
     assert screen.inputs[TESLA][0].version_id == cell.reported_version_id
+
+
+# ---------------------------------------------------------------- the synthetic universe
+
+
+@pytest.fixture(scope="module")
+def synthetic(migrated):
+    """bench_screen.py's universe, three companies: a calendar filer with a disagreeing
+    newswire (conflicted Q3s), a 52/53-week filer and one a month off the calendar."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
+    from bench_screen import Universe
+
+    from graphmem import Entity
+
+    universe, scope = Universe(companies=20, years=2, seed=3), Scope(tenant=f"test-panel-synth-{uuid.uuid4().hex[:12]}")
+    with migrated.connect() as mem:
+        for n in (7, 12, 17):
+            mem.put_entity(scope, Entity(id=universe.cik(n), kind="company"))
+            filings = universe.filings(n)
+            mem.record(scope, sources=[source for source, _ in filings])
+            mem.assert_facts(scope, (item for _, items in filings for item in items))
+        yield mem, scope, mem.server_now()
+
+
+def test_panels_on_the_synthetic_universe_are_its_screens(synthetic):
+    mem, scope, known_at = synthetic
+    cutoffs = [dt.datetime(2021, m, 28, tzinfo=dt.UTC) for m in (4, 6, 8, 11)] + [t("2022-03-01"), t("2022-09-01")]
+    for attribute, latest in (("us-gaap:Revenues", "quarter"), ("us-gaap:Assets", "instant")):
+        panel = mem.panel(scope, attribute=attribute, latest=latest, cutoffs=cutoffs, known_at=known_at)
+        assert assert_cells_are_screens(mem, scope, panel, known_at) == len(
+            [c for c in panel.cells if c.frame]) > 10
+    frames = mem.panel(scope, attribute="us-gaap:Revenues", frames=["CY2021Q3", "CY2021"], cutoffs=cutoffs,
+                       known_at=known_at)
+    assert assert_cells_are_screens(mem, scope, frames, known_at) == len(frames.cells)
+    assert "conflicted" in {c.status for c in frames.cells}
