@@ -13,7 +13,7 @@ import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import neo4j
 
@@ -50,6 +50,9 @@ from .models import (
     check_scope,
 )
 from .values import NOW, Now, digest
+
+if TYPE_CHECKING:
+    from .research.panel import Panel
 
 Clock = Callable[[], dt.datetime]
 
@@ -609,7 +612,7 @@ class Memory:
         definition: str = "",
         require: Require | None = None,
         first_reported: bool = False,
-    ) -> Any:
+    ) -> Panel:
         """A screen at every one of ``frames`` (or each entity's ``latest`` quarter, year
         or instant) and every one of ``cutoffs``, as of one ``known_at``, read in a few
         statements: each key once per stretch of cutoffs between its evidence times. With
