@@ -18,7 +18,7 @@ def test_bench_panel_smallest_size(migrated, tmp_path):
     if migrated.auth:
         env |= {"GRAPHMEM_NEO4J_USER": migrated.auth[0], "GRAPHMEM_NEO4J_PASSWORD": migrated.auth[1]}
     out = tmp_path / "bench.json"
-    run = subprocess.run([sys.executable, str(BENCH), "--companies", "2", "--years", "2", "--reads", "1",
+    run = subprocess.run([sys.executable, str(BENCH), "--companies", "2", "--years", "1", "--reads", "1",
                           "--cutoffs", "4", "--tenant", f"bench-smoke-{uuid.uuid4().hex[:8]}", "--drop",
                           "--json", str(out)], env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]

@@ -16,10 +16,12 @@ import uuid
 from decimal import Decimal
 
 import pytest
-from procs import env, run_cli
+from click.testing import CliRunner
+from procs import env
 from world import t
 
 from graphmem import Authority, Entity, FactIn, InputError, Memory, Period, Scope, Source
+from graphmem.cli import main
 from graphmem.research import lineitems
 
 SRN, RFCC = "us-gaap:SalesRevenueNet", "us-gaap:RevenueFromContractWithCustomerExcludingAssessedTax"
@@ -135,9 +137,9 @@ def test_the_panel_command_takes_a_line_item(switched, migrated, tmp_path):
     mem, scope = switched
     cutoffs = tmp_path / "cutoffs.txt"
     cutoffs.write_text("# two cutoffs\n2018-03-31\n2019-03-31\n")
-    done = run_cli("panel", "--tenant", scope.tenant, "--item", "revenue", "--frames", "CY2017Q4",
-                   "--cutoffs", str(cutoffs), "--format", "csv", environ=env(migrated))
-    assert done.returncode == 0, done.stderr
-    rows = [line.split(",") for line in done.stdout.splitlines()]
+    done = CliRunner().invoke(main, ["panel", "--tenant", scope.tenant, "--item", "revenue", "--frames", "CY2017Q4",
+                                     "--cutoffs", str(cutoffs), "--format", "csv"], env=env(migrated))
+    assert done.exit_code == 0, done.output
+    rows = [line.split(",") for line in done.output.splitlines()]
     assert rows[0][-2:] == ["concept", "skipped"]
     assert [(r[4], r[-2]) for r in rows[1:]] == [("500", SRN), ("505", RFCC)]
