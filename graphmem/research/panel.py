@@ -20,7 +20,8 @@ cutoffs is read at most four times. With ``latest``, a key with no evidence publ
 cutoff cannot answer there, so at each cutoff only the keys of the entity's latest frame
 holding a public key are read; an entity whose keys there all read ``not_found``
 (retracted, invalidated, below the requirement) tries its next frame in another round
-(a latest ``not_found`` cell's ``explain`` sums the keys read for it). With
+(a latest ``not_found`` cell's ``explain`` sums the keys read for it; a screen's one-unit
+rule applies among the entities that share a frame at a cutoff). With
 ``first_reported``, each key that answers a cell is read once more, at its first
 evidence time: the value as first reported; a cell is ``restated`` when its value
 differs.
