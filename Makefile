@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 $(BIN)/graphmem: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,png,mcp,langgraph,ui]'
+	$(BIN)/pip install --quiet -e '.[test,png,mcp,langgraph,ui,dataframes]'
 	touch $@
 
 install: $(BIN)/graphmem

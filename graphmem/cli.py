@@ -741,3 +741,8 @@ def ui(host: str, port: int, tokens: Path | None, tenant: str, scope_keys: tuple
         raise InputError("graphmem ui", f"needs the ui extra: pip install 'graphmem[ui]' ({exc})") from exc
     with _connect() as memory:
         serve(memory, scope=_scope(tenant, scope_keys), tokens=tokens, host=host, port=port)
+
+
+from .research.cli import panel_cmd  # noqa: E402 - registered after the commands it reuses
+
+main.add_command(panel_cmd)

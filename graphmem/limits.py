@@ -107,6 +107,18 @@ PAGE_OFFSET = 1_000_000
 """Where one page of a listing (``context_snapshots``, the web view's pages) may start:
 the server skips every row before it, so a deeper page is a query to narrow instead."""
 
+PANEL_CUTOFFS = 1_000
+"""Cutoffs one ``panel`` takes: every month end of eighty years; each is a screen's worth
+of cells, held in memory as the result."""
+
+PANEL_FRAMES = 400
+"""Frames one ``panel`` takes: every quarter of a century, with its years and instants."""
+
+PANEL_CELLS = 5_000_000
+"""Cells one ``panel`` may return (entities x frames x cutoffs, checked before any query
+when the entities are given, else once the universe is known): about the memory of a
+few gigabytes of answers."""
+
 CONTEXT_MEMORIES = SEARCH_LIMIT
 """Memories one ``build_context`` renders: the hits of one search."""
 

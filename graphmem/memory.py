@@ -13,7 +13,7 @@ import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import neo4j
 
@@ -25,6 +25,7 @@ from .db import Database, RetryPolicy, Timeouts, Tx
 from .errors import InputError, NotFoundError
 from .models import (
     Answer,
+    Answers,
     Authority,
     Candidate,
     Context,
@@ -44,10 +45,14 @@ from .models import (
     TaskState,
     TaskStateIn,
     TraceResult,
+    Versions,
     WriteReport,
     check_scope,
 )
 from .values import NOW, Now, digest
+
+if TYPE_CHECKING:
+    from .research.panel import Panel
 
 Clock = Callable[[], dt.datetime]
 
@@ -76,6 +81,19 @@ def _items(name: str, items: Iterable[Any], kind: type) -> Iterator[Any]:
     """Each item of an iterable argument, checked to be a ``kind`` as it is taken."""
     for n, item in enumerate(items):
         yield _instance(f"{name}[{n}]", item, kind)
+
+
+def _line_item(attribute: Any, **unsupported: Any) -> bool:
+    """Whether a screen's or panel's attribute is a line item of a family
+    (graphmem/research/lineitems.py), which takes no period, definition or requirement."""
+    from .research.lineitems import LineItem
+
+    if not isinstance(attribute, LineItem):
+        return False
+    for name, value in unsupported.items():
+        if value:
+            raise InputError(name, "a line item's screen or panel takes no " + name)
+    return True
 
 
 def entity_argument(entity: Any) -> Entity:
@@ -543,8 +561,8 @@ class Memory:
             return facts.read_answers(tx, scope, selectors, cutoff, known_at, require)
 
         found = [a for a in self._db.read(work, "facts_as_of") if a.status != "not_found"]
-        return sorted(found, key=lambda a: ((a.version or a.candidates[0]).period.end, a.entity, a.attribute,
-                                           (a.version or a.candidates[0]).period.text))
+        return Answers(sorted(found, key=lambda a: ((a.version or a.candidates[0]).period.end, a.entity, a.attribute,
+                                           (a.version or a.candidates[0]).period.text)))
 
     def screen(
         self,
@@ -568,12 +586,51 @@ class Memory:
         conflicted ones included. See graphmem/screen.py for the frame rule and the
         choice of each entity's key."""
         scope = self.scope(scope)
+        if _line_item(attribute, period=period, definition=definition, require=require):
+            from .research import lineitems
+
+            return lineitems.screen(self, scope, attribute, frame=frame, cutoff=_aware("cutoff", cutoff),
+                                    known_at=known_at, entities=entities, unit=unit, sort=sort)
         q = screening.make_query(
             attribute=attribute, selection=screening.selection(frame, period), cutoff=_aware("cutoff", cutoff),
             known_at=_aware("known_at", known_at) or self._now(), entities=entities, unit=unit,
             definition=definition, require=require, sort=sort)
         # one statement: its own auto-commit read, one round trip
         return self._db.read_each(lambda tx: screening.screen(tx, scope, q), "screen")
+
+    def panel(
+        self,
+        scope: Scope,
+        *,
+        attribute: str,
+        frames: Iterable[str] | None = None,
+        latest: str | None = None,
+        cutoffs: Iterable[dt.datetime],
+        known_at: dt.datetime | None = None,
+        entities: Iterable[str] | None = None,
+        unit: str | None = None,
+        definition: str = "",
+        require: Require | None = None,
+        first_reported: bool = False,
+    ) -> Panel:
+        """A screen at every one of ``frames`` (or each entity's ``latest`` quarter, year
+        or instant) and every one of ``cutoffs``, as of one ``known_at``, read in a few
+        statements: each key once per stretch of cutoffs between its evidence times. With
+        ``first_reported``, each cell also carries its key's value as first reported and
+        whether it was restated. ``attribute`` may be a line item of a family
+        (graphmem/research/lineitems.py). See graphmem/research/panel.py."""
+        from .research import panel as panels
+
+        scope = self.scope(scope)
+        if _line_item(attribute, definition=definition, require=require):
+            from .research import lineitems
+
+            return lineitems.panel(self, scope, attribute, frames=frames, latest=latest, cutoffs=cutoffs,
+                                   known_at=known_at, entities=entities, unit=unit, first_reported=first_reported)
+        q = panels.make_query(attribute=attribute, frames=frames, latest=latest, cutoffs=cutoffs,
+                              known_at=_aware("known_at", known_at) or self._now(), entities=entities,
+                              unit=unit, definition=definition, require=require, first_reported=first_reported)
+        return self._db.read(lambda tx: panels.panel(tx, scope, q), "panel")
 
     def history(
         self, scope: Scope, *, entity: str, attribute: str, period: Period | None = None
@@ -591,7 +648,7 @@ class Memory:
                 period=period.text if period else None,
                 **facts.scope_params(scope),
             )
-            return facts.versions_by_id(tx, scope, [r["version_id"] for r in rows])
+            return Versions(facts.versions_by_id(tx, scope, [r["version_id"] for r in rows]))
 
         return self._db.read(work, "history")
 

@@ -407,14 +407,44 @@ class Answer(_Model):
         return self.version.value if self.version else None
 
 
-class Screen(_Model):
+class _Tabular:
+    """``to_arrow``, ``to_pandas`` and ``to_polars`` for a result (graphmem/research/frames.py
+    has the columns; the optional extra ``dataframes``)."""
+
+    def to_arrow(self, *, decimals: str = "decimal") -> Any:
+        from .research import frames
+
+        return frames.to_arrow(self, decimals=decimals)
+
+    def to_pandas(self, *, decimals: str = "decimal") -> Any:
+        from .research import frames
+
+        return frames.to_pandas(self, decimals=decimals)
+
+    def to_polars(self, *, decimals: str = "decimal") -> Any:
+        from .research import frames
+
+        return frames.to_polars(self, decimals=decimals)
+
+
+class Answers(_Tabular, list):  # type: ignore[type-arg]
+    """A list of Answers (``facts_as_of``) that converts to a DataFrame."""
+
+
+class Versions(_Tabular, list):  # type: ignore[type-arg]
+    """A list of FactVersions (``history``) that converts to a DataFrame."""
+
+
+class Screen(_Tabular, _Model):
     """A point-in-time screen: one Answer per entity of its universe, in ``sort`` order
     (graphmem/screen.py has the frame rule, the choice of each entity's key and the
     universe). ``universe`` says how its entities were found: ``entities`` (as given) or
     ``attribute`` (every entity that had made the attribute public by the cutoff);
     ``unknown`` lists entities given that the scope does not hold (their rows are
     ``not_found``). For a screen of a derived metric (``graphmem.loaders.metrics.screen_ltm``)
-    ``inputs`` lists, by entity, the versions each active value was derived from."""
+    ``inputs`` lists, by entity, the versions each active value was derived from; for a
+    screen of a line item (graphmem/research/lineitems.py) ``choices`` says, by entity,
+    which concept was chosen and which were skipped, and why."""
 
     attribute: str
     definition: str
@@ -428,6 +458,7 @@ class Screen(_Model):
     answers: tuple[Answer, ...]
     unknown: tuple[str, ...] = ()
     inputs: dict[str, tuple[FactVersion, ...]] = Field(default_factory=dict)
+    choices: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         """How many entities are active, conflicted and not_found."""

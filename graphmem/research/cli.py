@@ -1,0 +1,158 @@
+"""``graphmem panel``: a point-in-time panel from the command line (registered in
+graphmem/cli.py).
+
+``--frames`` takes frames separated by commas, or a range of one kind:
+``CY2019Q1..CY2024Q4`` (every quarter), ``CY2019..CY2024`` (every year),
+``CY2019Q1I..CY2024Q4I`` (every quarter-end instant). ``--cutoffs`` takes
+``FROM..TO:quarterly`` (every quarter end from FROM to TO; also ``monthly``,
+``yearly``; each the end of its day in UTC), or a file of cutoffs, one ISO date or
+datetime per line (``#`` comments skipped).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import InputError
+from ..values import parse_time
+from . import lineitems
+from .panel import LATEST, Panel
+
+_STEPS = {"monthly": 1, "quarterly": 3, "yearly": 12}
+_RANGE = re.compile(r"(?P<from>\d{4}-\d{2}-\d{2})\.\.(?P<to>\d{4}-\d{2}-\d{2}):(?P<step>\w+)")
+_FRAME = re.compile(r"CY(\d{4})(?:Q([1-4]))?(I?)", re.IGNORECASE)
+
+
+def _month_end(year: int, month: int) -> dt.date:
+    after = dt.date(year + month // 12, month % 12 + 1, 1)
+    return after - dt.timedelta(days=1)
+
+
+def cutoffs(text: str) -> list[dt.datetime]:
+    """``--cutoffs``: a stepped range of month ends, or a file of times."""
+    match = _RANGE.fullmatch(text.strip())
+    if match is None:
+        try:
+            lines = Path(text).read_text(encoding="utf-8-sig").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError("--cutoffs", f"neither FROM..TO:quarterly (monthly, yearly) nor a readable "
+                                          f"file of times: {exc}") from exc
+        times = [parse_time(line.strip(), "--cutoffs") for line in lines
+                 if line.strip() and not line.strip().startswith("#")]
+        return [x for x in times if x is not None]
+    if match["step"] not in _STEPS:
+        raise InputError("--cutoffs", f"the step must be one of {', '.join(_STEPS)}; got {match['step']!r}")
+    first, last = dt.date.fromisoformat(match["from"]), dt.date.fromisoformat(match["to"])
+    step, out = _STEPS[match["step"]], []
+    n = first.year * 12 + first.month - 1
+    while (day := _month_end(n // 12, n % 12 + 1)) <= last:
+        if day >= first and (step == 1 or (n % 12 + 1) % step == 0):
+            out.append(dt.datetime.combine(day, dt.time.max, dt.UTC))
+        n += 1
+    return out
+
+
+def frames(text: str) -> list[str]:
+    """``--frames``: a comma list, or a range of one kind (see the module docstring)."""
+    if ".." not in text:
+        return [f.strip() for f in text.split(",") if f.strip()]
+    parts = text.split("..")
+    a, b = (_FRAME.fullmatch(x.strip()) for x in (parts if len(parts) == 2 else ("", "")))
+    if a is None or b is None or bool(a[2]) != bool(b[2]) or bool(a[3]) != bool(b[3]):
+        raise InputError("--frames", f"{text!r}: a range joins two frames of one kind, e.g. CY2019Q1..CY2024Q4")
+    if not a[2]:
+        return [f"CY{y}" for y in range(int(a[1]), int(b[1]) + 1)]
+    first, last = int(a[1]) * 4 + int(a[2]) - 1, int(b[1]) * 4 + int(b[2]) - 1
+    return [f"CY{n // 4}Q{n % 4 + 1}{a[3].upper()}" for n in range(first, last + 1)]
+
+
+def rows(panel: Panel) -> list[dict[str, Any]]:
+    """A panel as flat rows (the CSV and table columns)."""
+    return [{"cutoff": c.cutoff.isoformat(), "frame": c.frame or "", "entity": c.entity, "status": c.status,
+             "value": "" if c.value is None else str(c.value), "unit": c.unit or "",
+             "period": c.period.text if c.period else "",
+             "available_by": c.available_by.isoformat() if c.available_by else "",
+             "filings": " ".join(c.filings), "version_id": c.version_id or "",
+             **({"concept": c.concept or "", "skipped": "; ".join(c.skipped)} if panel.item else {}),
+             **({"first_value": "" if c.first_value is None else str(c.first_value),
+                 "restated": "" if c.restated is None else str(c.restated).lower()} if panel.first_reported else {})}
+            for c in panel.cells]
+
+
+def emit(panel: Panel, fmt: str, out: Path | None) -> None:
+    """Write the panel as a table, CSV, JSON or Parquet (to ``out``, or standard output)."""
+    if fmt == "parquet":
+        assert out is not None, "checked before the panel was read"
+        from .frames import write_parquet
+
+        write_parquet(panel, out)
+        return
+    if fmt == "json":
+        text = panel.model_dump_json(indent=2)
+    elif fmt == "csv":
+        buffer = io.StringIO()
+        table = rows(panel)
+        writer = csv.DictWriter(buffer, fieldnames=list(table[0]) if table else ["cutoff", "entity", "status"])
+        writer.writeheader()
+        writer.writerows(table)
+        text = buffer.getvalue()
+    else:
+        from ..render import table as render_table
+
+        data = rows(panel)
+        text = render_table(tuple(data[0]) if data else ("cutoff",), [tuple(r.values()) for r in data]) + "\n"
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text, encoding="utf-8")
+
+
+@click.command("panel")
+@click.option("--attribute", help="e.g. us-gaap:Revenues")
+@click.option("--item", help="A standardized line item instead (revenue, net_income, total_assets ...), its "
+              "concept chosen per cell and recorded as a derivation.")
+@click.option("--family", "family_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="The line-item family file --item names (default: the built-in one).")
+@click.option("--frames", "frames_text", help="CY2019Q1..CY2024Q4, or frames separated by commas.")
+@click.option("--latest", type=click.Choice(list(LATEST)), help="Each entity's latest period of this kind instead.")
+@click.option("--cutoffs", "cutoffs_text", required=True,
+              help="FROM..TO:quarterly (monthly, yearly), or a file of ISO times, one per line.")
+@click.option("--known-at", help="As recorded by then (ISO); default now.")
+@click.option("--entities", "entities_file", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+              help="The universe: entity ids, one per line (default: every entity that had reported it).")
+@click.option("--unit", help="Only this unit (default: any, but one per frame and cutoff).")
+@click.option("--first-reported", is_flag=True, help="Add each cell's value as first reported and a restated flag.")
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "parquet", "json"]), default="table",
+              show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write here (required for parquet).")
+@click.option("--scope", "scope_keys", multiple=True, metavar="KEY=VALUE", help="Scope keys beside the tenant.")
+@click.option("--tenant", envvar="GRAPHMEM_TENANT", default="default", show_default=True)
+def panel_cmd(attribute: str | None, item: str | None, family_file: Path | None, frames_text: str | None,
+              latest: str | None, cutoffs_text: str,
+              known_at: str | None, entities_file: Path | None, unit: str | None, first_reported: bool,
+              fmt: str, out: Path | None, scope_keys: tuple[str, ...], tenant: str) -> None:
+    """A screen at every frame (or each entity's latest) and every cutoff, without
+    look-ahead; exit 4 when no cell has a value."""
+    from ..cli import _connect, _entity_ids, _scope
+
+    if (attribute is None) == (item is None):
+        raise InputError("--attribute", "give exactly one of --attribute or --item")
+    asked: Any = attribute if item is None else lineitems.load(family_file)[item]
+    if fmt == "parquet" and out is None:
+        raise InputError("--out", "a Parquet panel is written to a file: pass --out FILE")
+    with _connect() as mem:
+        result = mem.panel(_scope(tenant, scope_keys), attribute=asked,
+                           frames=frames(frames_text) if frames_text else None, latest=latest,
+                           cutoffs=cutoffs(cutoffs_text), known_at=parse_time(known_at, "--known-at"),
+                           entities=_entity_ids(entities_file), unit=unit, first_reported=first_reported)
+    emit(result, fmt, out)
+    if not any(c.status != "not_found" for c in result.cells):
+        sys.exit(4)

@@ -1,0 +1,138 @@
+"""Results as DataFrames (graphmem/research/frames.py): typed columns - exact decimals,
+UTC timestamps, filings as lists - from screens, panels, facts_as_of and histories, the
+same values back through pandas, polars and Parquet, and the panel command's formats."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from decimal import Decimal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+from procs import env
+from world import t
+
+from graphmem import Authority, Entity, FactIn, InputError, Period, Scope, Source
+from graphmem.cli import main
+from graphmem.research import cli as panel_cli
+from graphmem.research import frames
+
+Q3, Q2 = Period(start=dt.date(2024, 7, 1), end=dt.date(2024, 9, 30)), Period(start=dt.date(2024, 4, 1),
+                                                                            end=dt.date(2024, 6, 30))
+CUTOFFS = [t("2024-08-15"), t("2024-11-15")]
+
+
+@pytest.fixture(scope="module")
+def world(migrated):
+    """Two companies: cik:1 files Q2 then Q3 with a fraction of a dollar; cik:2's Q3 is
+    disputed by a newswire (conflicted)."""
+    scope = Scope(tenant=f"test-frames-{uuid.uuid4().hex[:12]}")
+    with migrated.connect() as mem:
+        for n in (1, 2):
+            mem.put_entity(scope, Entity(id=f"cik:{n}", kind="company"))
+
+        def file(sid, publisher, day, *facts):
+            mem.record(scope, sources=[Source(id=sid, kind="10-Q", authority=Authority.PRIMARY,
+                                              publisher=publisher, available_by=t(day))],
+                       items=[FactIn(entity=e, attribute="us-gaap:Revenues", unit="USD", period=p,
+                                     value=Decimal(v), sources=(sid,)) for e, p, v in facts])
+
+        file("a-q2", "cik:1", "2024-07-30", ("cik:1", Q2, "90.25"))
+        file("a-q3", "cik:1", "2024-10-30", ("cik:1", Q3, "100.125"))
+        file("b-q3", "cik:2", "2024-10-29", ("cik:2", Q3, "400"))
+        file("b-wire", "wire:news", "2024-10-29T12:00", ("cik:2", Q3, "401"))
+        yield mem, scope
+
+
+def test_a_panel_as_arrow_pandas_and_polars_keeps_its_types_and_values(world):
+    mem, scope = world
+    panel = mem.panel(scope, attribute="us-gaap:Revenues", frames=["CY2024Q2", "CY2024Q3"], cutoffs=CUTOFFS,
+                      first_reported=True)
+    table = panel.to_arrow()
+    assert table.num_rows == len(panel.cells) == 6
+    types = dict(zip(table.schema.names, table.schema.types, strict=True))
+    assert types["value"] == pa.decimal128(38, 10) and types["first_value"] == pa.decimal128(38, 10)
+    assert types["cutoff"] == pa.timestamp("us", tz="UTC") == types["available_by"]
+    assert types["filings"] == pa.list_(pa.string()) and types["period_end"] == pa.date32()
+    assert types["restated"] == pa.bool_()
+    values = table.column("value").to_pylist()
+    assert values == [c.value for c in panel.cells]  # exact: 100.125, not a float
+    assert Decimal("100.125") in values and None in values  # the conflicted cell has none
+
+    df = panel.to_pandas()
+    assert str(df["cutoff"].dtype) == "datetime64[us, UTC]"
+    assert df["value"].tolist() == values
+    assert [list(x) for x in df["filings"]] == [list(c.filings) for c in panel.cells]
+    assert df.loc[df["entity"].eq("cik:2") & df["status"].eq("conflicted"), "filings"].map(sorted).tolist() == \
+        [["b-q3", "b-wire"]]
+
+    pl = panel.to_polars()
+    assert str(pl.schema["value"]).startswith("Decimal") and pl.schema["cutoff"].time_zone == "UTC"
+    assert pl["value"].to_list() == values
+
+    floats = panel.to_arrow(decimals="float")
+    assert floats.schema.field("value").type == pa.float64()
+    assert Decimal("100.125") == Decimal(str(max(v for v in floats.column("value").to_pylist() if v)))
+
+
+def test_screens_histories_and_facts_as_of_convert_too(world, tmp_path):
+    mem, scope = world
+    screen = mem.screen(scope, attribute="us-gaap:Revenues", frame="CY2024Q3", cutoff=CUTOFFS[1])
+    table = screen.to_arrow()
+    assert table.column("entity").to_pylist() == ["cik:1", "cik:2"]
+    assert table.column("status").to_pylist() == ["active", "conflicted"]
+    assert table.column("frame").to_pylist() == ["CY2024Q3"] * 2
+    history = mem.history(scope, entity="cik:2", attribute="us-gaap:Revenues")
+    versions = history.to_pandas()
+    assert sorted(versions["value"].tolist()) == [Decimal("400"), Decimal("401")]
+    assert history == list(history)  # still a list
+    answers = mem.facts_as_of(scope, attribute="us-gaap:Revenues", cutoff=CUTOFFS[1])
+    round_trip = tmp_path / "answers.parquet"
+    pq.write_table(answers.to_arrow(), round_trip)
+    back = pq.read_table(round_trip)
+    assert back.equals(answers.to_arrow())
+    assert back.column("value").to_pylist() == [a.value for a in answers]
+
+
+def test_a_value_that_does_not_fit_the_decimal_column_asks_for_floats():
+    with pytest.raises(InputError) as info:
+        frames._number(Decimal("1e-11"), "decimal", "cells[0]")
+    assert info.value.where == "cells[0]" and "decimals='float'" in info.value.reason
+    assert frames._number(Decimal("1e-11"), "float", "x") == 1e-11
+    with pytest.raises(InputError):
+        frames.to_arrow(["not a result"])
+
+
+def test_the_panel_command_writes_parquet(world, migrated, tmp_path):
+    mem, scope = world
+    environ = env(migrated)
+    args = ["panel", "--tenant", scope.tenant, "--attribute", "us-gaap:Revenues", "--frames", "CY2024Q2..CY2024Q3",
+            "--cutoffs", "2024-07-01..2024-12-31:quarterly"]
+    out = tmp_path / "panel.parquet"
+    done = CliRunner().invoke(main, [*args, "--format", "parquet", "--out", str(out), "--first-reported"],
+                              env=environ)
+    assert done.exit_code == 0, done.output
+    table = pq.read_table(out)
+    assert table.schema.field("value").type == pa.decimal128(38, 10)
+    # two quarter ends: 2024-09-30 (cik:1's Q2 only) and 2024-12-31 (both, both frames)
+    assert table.num_rows == 2 + 4
+    assert Decimal("100.125") in table.column("value").to_pylist()
+    pairs = zip(table.column("first_value").to_pylist(), table.column("value").to_pylist(), strict=True)
+    assert all(first == value for first, value in pairs if value is not None)  # nothing restated
+
+
+def test_cutoff_and_frame_ranges():
+    assert [c.date().isoformat() for c in panel_cli.cutoffs("2019-03-31..2019-12-31:quarterly")] == [
+        "2019-03-31", "2019-06-30", "2019-09-30", "2019-12-31"]
+    assert len(panel_cli.cutoffs("2019-01-01..2024-12-31:quarterly")) == 24
+    assert panel_cli.cutoffs("2020-01-15..2020-03-31:monthly")[0].isoformat() == "2020-01-31T23:59:59.999999+00:00"
+    assert panel_cli.frames("CY2019Q3..CY2020Q1") == ["CY2019Q3", "CY2019Q4", "CY2020Q1"]
+    assert panel_cli.frames("CY2019..CY2020") == ["CY2019", "CY2020"]
+    assert panel_cli.frames("CY2019Q4I..CY2020Q1I") == ["CY2019Q4I", "CY2020Q1I"]
+    with pytest.raises(InputError):
+        panel_cli.frames("CY2019Q4..CY2020")
+    with pytest.raises(InputError):
+        panel_cli.cutoffs("2019-03-31..2019-12-31:weekly")

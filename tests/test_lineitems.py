@@ -1,0 +1,145 @@
+"""Line-item families (graphmem/research/lineitems.py): the choice of concept per cell
+from what was public by its cutoff, sign and unit rules, a user's own family file, and
+the derivation each standardized value is recorded as (withdrawn with its filing).
+
+The concept switch: a company reports revenue as SalesRevenueNet until 2018, then as
+RevenueFromContractWithCustomerExcludingAssessedTax - and its 2018 10-K restates 2017's
+fourth quarter under the new concept. No fixture file holds SalesRevenueNet (Tesla's real
+Revenues -> RevenueFromContract... switch is in test_panel.py), so it is written here in
+the real key shape."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from decimal import Decimal
+
+import pytest
+from click.testing import CliRunner
+from procs import env
+from world import t
+
+from graphmem import Authority, Entity, FactIn, InputError, Memory, Period, Scope, Source
+from graphmem.cli import main
+from graphmem.research import lineitems
+
+SRN, RFCC = "us-gaap:SalesRevenueNet", "us-gaap:RevenueFromContractWithCustomerExcludingAssessedTax"
+Q4_17, Q1_18 = Period(start=dt.date(2017, 10, 1), end=dt.date(2017, 12, 31)), Period(start=dt.date(2018, 1, 1),
+                                                                                    end=dt.date(2018, 3, 31))
+CAPEX = "us-gaap:PaymentsToAcquirePropertyPlantAndEquipment"
+
+
+@pytest.fixture(scope="module")
+def switched(migrated):
+    scope = Scope(tenant=f"test-lineitems-{uuid.uuid4().hex[:12]}")
+    with migrated.connect() as mem:
+        mem.put_entity(scope, Entity(id="cik:7", kind="company"))
+
+        def file(accession, accepted, *facts):
+            mem.record(scope, sources=[Source(id=accession, kind="10-Q", authority=Authority.PRIMARY,
+                                              publisher="cik:7", available_by=t(accepted))],
+                       items=[FactIn(entity="cik:7", attribute=a, unit=u, period=p, value=Decimal(v),
+                                     sources=(accession,)) for a, u, p, v in facts])
+
+        file("k-2017", "2018-02-20", (SRN, "USD", Q4_17, "500"), (CAPEX, "USD", Q4_17, "40"))
+        file("q-2018-1", "2018-05-03", (RFCC, "USD", Q1_18, "520"), (SRN, "EUR", Q1_18, "430"))
+        file("k-2018", "2019-02-20", (RFCC, "USD", Q4_17, "505"))  # 2017 Q4 restated under the new concept
+        yield mem, scope
+
+
+def test_each_cell_takes_the_first_concept_public_by_its_cutoff(switched):
+    mem, scope = switched
+    revenue = lineitems.load()["revenue"]
+    cutoffs = [t("2018-03-31"), t("2018-06-30"), t("2019-03-31")]
+    panel = mem.panel(scope, attribute=revenue, frames=["CY2017Q4", "CY2018Q1"], cutoffs=cutoffs)
+    got = {(c.cutoff.date().isoformat(), c.frame): (c.status, c.concept, c.value) for c in panel.cells}
+    assert got == {
+        ("2018-03-31", "CY2017Q4"): ("active", SRN, Decimal("500")),
+        ("2018-03-31", "CY2018Q1"): ("not_found", None, None),
+        ("2018-06-30", "CY2017Q4"): ("active", SRN, Decimal("500")),  # the new concept is not public for it yet
+        ("2018-06-30", "CY2018Q1"): ("active", RFCC, Decimal("520")),
+        ("2019-03-31", "CY2017Q4"): ("active", RFCC, Decimal("505")),  # restated under it by the 2018 10-K
+        ("2019-03-31", "CY2018Q1"): ("active", RFCC, Decimal("520")),
+    }
+    early = panel.cell("cik:7", cutoffs[0], "CY2017Q4")
+    assert early.skipped == (f"{RFCC}: nothing public", "us-gaap:Revenues: nothing public")
+    assert early.filings == ("k-2017",)
+    # the EUR figure under SalesRevenueNet is never a candidate beside RFCC's USD one: RFCC comes first
+    assert panel.cell("cik:7", cutoffs[1], "CY2018Q1").skipped == ()
+
+
+def test_the_sign_rule_and_the_derivation_withdrawn_with_its_filing(switched):
+    mem, scope = switched
+    capex = lineitems.load()["capex"]
+    screen = mem.screen(scope, attribute=capex, frame="CY2017Q4", cutoff=t("2018-06-30"))
+    (answer,) = screen.answers
+    assert answer.value == Decimal("-40")  # a payment of 40, a cash outflow
+    assert screen.choices["cik:7"]["concept"] == CAPEX
+    assert screen.inputs["cik:7"][0].value == Decimal("40")
+    report = mem.impact(scope, source_id="k-2017")
+    assert answer.version.version_id in {i.id for i in report.items if i.reason == "invalid"}
+    again = mem.screen(scope, attribute=capex, frame="CY2017Q4", cutoff=t("2018-07-31"))
+    assert again.answers[0].version.version_id == answer.version.version_id  # recorded once
+
+
+def test_a_users_family_file_with_a_unit_rule(switched, tmp_path):
+    mem, scope = switched
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps({"family": "mine", "version": "2", "items": {
+        "sales": {"unit": "currency", "period": "duration", "concepts": [SRN]},
+        "sales_per_share": {"unit": "per_share", "period": "duration", "concepts": [SRN]}}}))
+    family = lineitems.load(path)
+    panel = mem.panel(scope, attribute=family["sales"], latest="quarter", cutoffs=[t("2018-06-30")],
+                      unit="EUR")
+    (cell,) = panel.cells
+    assert (cell.frame, cell.value, cell.unit, cell.concept) == ("CY2018Q1", Decimal("430"), "EUR", SRN)
+    derived = mem.versions(scope, [cell.version_id])[0]
+    assert derived.sources[0].title == "lineitem 2"
+    (wrong,) = mem.panel(scope, attribute=family["sales_per_share"], latest="quarter",
+                         cutoffs=[t("2018-06-30")], unit="EUR").cells
+    assert (wrong.status, wrong.skipped) == ("not_found", (f"{SRN}: unit EUR",))
+
+
+@pytest.mark.parametrize(("data", "where", "reason"), [
+    ({"items": {}}, "f.json", "a family is"),
+    ({"family": "x", "items": {"a": {"unit": "currency", "period": "duration", "concepts": ["x:Y"]}}},
+     "f.json", "a \"version\""),
+    ({"family": "x", "version": "1", "items": {"a": {"unit": "euros", "period": "duration", "concepts": ["x:Y"]}}},
+     "f.json: items.a", "an item needs unit"),
+    ({"family": "x", "version": "1", "items": {"a": {"unit": "shares", "period": "instant", "concepts": []}}},
+     "f.json: items.a", "non-empty list"),
+    ({"family": "x", "version": "1", "items": {"a": {"unit": "shares", "period": "instant",
+                                                       "concepts": [{"concept": "x:Y", "sign": 2}]}}},
+     "f.json: items.a.concepts[0]", "sign must be 1 or -1"),
+    ({"family": "x", "version": "1", "items": {"a": {"unit": "shares", "period": "instant", "concepts": ["Y"]}}},
+     "f.json: items.a.concepts[0]", "taxonomy:Concept"),
+])
+def test_a_bad_family_is_refused_naming_where(data, where, reason):
+    with pytest.raises(InputError) as info:
+        lineitems.parse(data, "f.json")
+    assert info.value.where == where and reason in info.value.reason, str(info.value)
+
+
+def test_the_built_in_family_and_bad_uses():
+    family = lineitems.load()
+    assert len(family.items) >= 20 and family["eps_diluted"].unit == "per_share"
+    assert family["capex"].members[0].sign == -1
+    with pytest.raises(InputError, match="not an item"):
+        family["ebitda"]
+    with Memory.connect("bolt://127.0.0.1:9") as offline, pytest.raises(InputError) as info:
+        offline.screen(Scope(tenant="t"), attribute=family["revenue"], frame="CY2024Q3",
+                       cutoff=t("2025-01-01"), definition="ltm")
+    assert info.value.where == "definition"
+
+
+def test_the_panel_command_takes_a_line_item(switched, migrated, tmp_path):
+    mem, scope = switched
+    cutoffs = tmp_path / "cutoffs.txt"
+    cutoffs.write_text("# two cutoffs\n2018-03-31\n2019-03-31\n")
+    done = CliRunner().invoke(main, ["panel", "--tenant", scope.tenant, "--item", "revenue", "--frames", "CY2017Q4",
+                                     "--cutoffs", str(cutoffs), "--format", "csv"], env=env(migrated))
+    assert done.exit_code == 0, done.output
+    rows = [line.split(",") for line in done.output.splitlines()]
+    assert rows[0][-2:] == ["concept", "skipped"]
+    assert [(r[4], r[-2]) for r in rows[1:]] == [("500", SRN), ("505", RFCC)]
