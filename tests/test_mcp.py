@@ -545,8 +545,11 @@ def test_http_answers_a_bad_request_id_as_json_rpc_and_a_taken_port_is_one_error
                   "mcp-protocol-version": "2025-06-18"}
     notified = httpx2.post(url, headers=in_session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
     assert notified.status_code == 202  # a notification (no id) is still accepted
-    for ident, kind in (({"a": 1}, "an object"), ([1], "a list"), (True, "a boolean"), (None, "null")):
-        bad = httpx2.post(url, headers=in_session, json={"jsonrpc": "2.0", "id": ident, "method": "tools/list"})
+    for ident, kind, method in (({"a": 1}, "an object", "tools/list"), ([1], "a list", "tools/list"),
+                                (True, "a boolean", "tools/list"), (None, "null", "tools/list"),
+                                ({}, "an object", "notifications/cancelled")):
+        bad = httpx2.post(url, headers=in_session, json={"jsonrpc": "2.0", "id": ident, "method": method,
+                                                         "params": {"requestId": 7}})
         assert (bad.status_code, bad.json()) == (400, {"jsonrpc": "2.0", "id": None, "error": {
             "code": -32600, "message": f"Invalid Request: a request's id is a string or an integer, not {kind}"}})
     unauthorized = httpx2.post(url, headers={**in_session, "Authorization": "Bearer nope"},
@@ -559,6 +562,45 @@ def test_http_answers_a_bad_request_id_as_json_rpc_and_a_taken_port_is_one_error
                                       "--tokens", str(tmp_path / "tokens.toml")], env=_env(migrated))
     assert (taken.exit_code, taken.stderr.strip()) == (
         1, f"graphmem: error: port {port} on 127.0.0.1 is in use by another process; choose another --port")
+
+
+def test_a_request_with_a_bad_id_never_reaches_the_sdk():
+    """Whatever its method (here a cancellation, which the SDK would act on), a message
+    whose id is an object reaches the app behind RequestIds as a notification no one
+    handles, however its body was chunked, and its 202 becomes the 400; a good message
+    reaches it byte for byte, with the app's own answer."""
+    from graphmem.integrations.mcp.transport import REFUSED, RequestIds
+
+    async def post(body: bytes, status: int = 202) -> tuple[bytes, list[dict]]:
+        chunks = [body[:10], body[10:]]
+        incoming = [{"type": "http.request", "body": c, "more_body": n == 0} for n, c in enumerate(chunks)]
+        seen, sent = bytearray(), []
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:  # reads the body as the SDK does
+            while (message := await receive())["more_body"]:
+                seen.extend(message["body"])
+            seen.extend(message["body"])
+            await send({"type": "http.response.start", "status": status, "headers": [(b"mcp-session-id", b"s")]})
+            await send({"type": "http.response.body", "body": b""})
+
+        async def receive() -> dict:
+            return incoming.pop(0)
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        await RequestIds(app)({"type": "http", "method": "POST"}, receive, send)
+        return bytes(seen), sent
+
+    cancel = b'{"jsonrpc": "2.0", "id": {}, "method": "notifications/cancelled", "params": {"requestId": 1}}'
+    seen, sent = asyncio.run(post(cancel))
+    assert seen == REFUSED and sent[0]["status"] == 400 and (b"mcp-session-id", b"s") in sent[0]["headers"]
+    assert b"-32600" in sent[1]["body"]
+    good = b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}'
+    seen, sent = asyncio.run(post(good))
+    assert seen == good and [m.get("status") for m in sent] == [202, None]
+    seen, sent = asyncio.run(post(cancel, status=401))  # the SDK's own refusal stands
+    assert seen == REFUSED and sent[0]["status"] == 401
 
 
 def test_stdio_transport_end_to_end(migrated, scope):
