@@ -404,6 +404,20 @@ def test_arguments_that_do_not_fit_are_refused_by_name_as_input_errors(w):
     assert ok(fine)["value"] == "110"  # the same call without them is answered
 
 
+def test_a_union_typed_argument_is_refused_by_its_name_once(w):
+    """pydantic refuses a union-typed argument once per member (value.str, value.int ...):
+    the error names the argument, once, and only the other arguments refused after it."""
+    async def steps(c: Client) -> list[Any]:
+        return [await c.call_tool("remember_fact", args) for args in [
+            {"entity": "acme", "attribute": "revenue", "value": [1], "period_end": "2024-12-31"},
+            {"entity": "acme", "attribute": "revenue", "value": {"a": 1}, "period_end": "soon"},
+        ]]
+
+    alone, both = [ok_error(r) for r in session(server_for(w), steps)]
+    assert (alone["where"], alone["reason"]) == ("value", "Input should be a valid string, got [1]")
+    assert (both["where"], both["reason"]) == ("value", "Input should be a valid string (also refused: period_end)")
+
+
 def test_a_transient_fault_is_retried_by_the_policy(w, monkeypatch):
     real, failed = gdb.Tx.run, []
 
