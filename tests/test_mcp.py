@@ -617,6 +617,23 @@ def test_a_request_with_a_bad_id_never_reaches_the_sdk():
     assert seen == REFUSED and sent[0]["status"] == 401
 
 
+def test_a_taken_port_is_one_error_for_mcp_and_bootstrap_alike(migrated, tmp_path):
+    """One check (graphmem.server.listening) for every command that serves on a port:
+    the same line and exit 1, whoever holds the port."""
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(f'[[tokens]]\ntoken = "{uuid.uuid4().hex}"\ntenant = "t"\n')
+    lpa = Path(__file__).parent / "fixtures" / "companyfacts-CIK0001997711-lpa.json"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        done = [CliRunner().invoke(main, command, env=_env(migrated)) for command in (
+            ["mcp", "--read-only", "--transport", "http", "--port", port, "--tokens", str(tokens)],
+            ["bootstrap", "companyfacts", str(lpa), "--home", str(tmp_path / "home"), "--port", port])]
+    expected = (1, f"graphmem: error: port {port} on 127.0.0.1 is in use by another process; choose another --port")
+    assert [(d.exit_code, d.stderr.strip()) for d in done] == [expected, expected]
+
+
 def test_stdio_transport_end_to_end(migrated, scope):
     with migrated.connect() as mem:
         world = World(mem, scope)

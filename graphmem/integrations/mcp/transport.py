@@ -1,8 +1,9 @@
 """``graphmem mcp --transport http``: the SDK's streamable HTTP app behind one check of
 graphmem's, served by uvicorn on a socket graphmem binds itself.
 
-Binding first. A port that is taken is graphmem's one-line error (exit 1), as for
-``bootstrap``, not uvicorn's log line and exit 3 (which the CLI uses for "no server").
+Listening first (:func:`graphmem.server.listening`, as ``bootstrap`` checks its port). A
+port that is taken is graphmem's one-line error (exit 1), not uvicorn's log line and
+exit 3 (which the CLI uses for "no server").
 
 Request ids. JSON-RPC wants a request's ``id`` to be a string or a number, and MCP a
 string or an integer; the SDK reads a message with any other id (an object, a list, a
@@ -19,15 +20,13 @@ the SDK: a ``notifications/cancelled`` with an object id cancels nothing.
 
 from __future__ import annotations
 
-import errno
 import json
-import socket
 from typing import Any
 
 import uvicorn
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 
-from ...errors import ServerError
+from ...server import listening
 
 INVALID_REQUEST = -32600
 #: What the SDK is handed instead of a request with a bad id: a notification it drops.
@@ -111,21 +110,7 @@ async def _invalid_request(send: Any, accepted: Message, reason: str) -> None:
     await send({"type": "http.response.body", "body": payload})
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """A socket bound to ``host:port`` (uvicorn listens on it), or graphmem's error."""
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a TIME_WAIT port is free; a listened one is not
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        if exc.errno == errno.EADDRINUSE:
-            raise ServerError(f"port {port} on {host} is in use by another process; choose another --port") from exc
-        raise ServerError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
-    return sock
-
-
 def serve_http(app: Any, host: str, port: int) -> None:
     """Serve ``app`` behind :class:`RequestIds` on ``host:port`` until the process ends."""
-    sock = bind(host, port)
+    sock = listening(host, port)
     uvicorn.Server(uvicorn.Config(RequestIds(app), log_level="warning")).run(sockets=[sock])
