@@ -291,7 +291,11 @@ def _quarantine(path: Path | None) -> Any:
         return
     from .loaders.quarantine import JsonLines
 
-    with JsonLines(path) as sink:
+    try:
+        sink = JsonLines(path)
+    except OSError as exc:  # a folder it cannot write in, a folder by that name ...
+        raise InputError("--quarantine", f"{path}: cannot be written: {exc.strerror or exc}") from exc
+    with sink:
         yield sink
 
 

@@ -623,3 +623,16 @@ def test_quarantine_into_a_missing_folder_names_the_option_before_anything_is_re
         assert (done.exit_code, done.stderr.strip()) == (
             1, f"graphmem: error: --quarantine: {missing}: no such folder: {missing.parent}"), command
     assert not (tmp_path / "csv").exists()
+
+
+def test_quarantine_into_a_file_that_cannot_be_written_names_the_option(uri, tmp_path):
+    """The folder exists but the file cannot be made there (a name too long for it: what
+    a read-only folder does to a user other than root): one line naming the option."""
+    unwritable = tmp_path / ("x" * 300)
+    for command in (["load", "edgar", str(LPA)], ["load", "companyfacts", str(LPA)],
+                    ["bootstrap", "edgar", str(LPA), "--csv", str(tmp_path / "csv")]):
+        done = CliRunner().invoke(main, [*command, "--quarantine", str(unwritable), "--tenant", "t"],
+                                  env={"GRAPHMEM_NEO4J_URI": uri})
+        assert done.exit_code == 1 and done.stderr.startswith("graphmem: error: ") and done.stderr.strip().endswith(
+            f"--quarantine: {unwritable}: cannot be written: File name too long"), command
+    assert not (tmp_path / "csv").exists()

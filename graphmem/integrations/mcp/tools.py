@@ -218,7 +218,7 @@ class StrictTool(Tool):
 
 def _refused(tool: Tool, arguments: dict[str, Any]) -> CallToolResult | None:
     """The tool error for arguments that do not fit ``tool`` (None: they fit)."""
-    taken = list(tool.fn_metadata.arg_model.model_fields)
+    taken = [f.alias or n for n, f in tool.fn_metadata.arg_model.model_fields.items()]
     unknown = sorted(set(arguments) - set(taken))
     if unknown:
         why = "; the scope is the server's, never an argument" if {"tenant", "scope"} & set(unknown) else ""
