@@ -21,6 +21,7 @@ import io
 import json
 import logging
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -281,7 +282,11 @@ def _quarantine(path: Path | None) -> Any:
         return
     from .loaders.quarantine import JsonLines
 
-    with JsonLines(path) as sink:
+    try:
+        sink = JsonLines(path)
+    except OSError as exc:  # a folder it cannot write in, a folder by that name ...
+        raise InputError("--quarantine", f"{path}: cannot be written: {exc.strerror or exc}") from exc
+    with sink:
         yield sink
 
 
@@ -298,10 +303,25 @@ def _universe_options(fn: Any) -> Any:
     fn = click.option("--tickers", multiple=True, metavar="TICKER[,TICKER...]",
                       help="Load only these tickers' companies (needs --company-tickers).")(fn)
     fn = click.option("--ciks-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                      help="Load only the CIKs in this file (one per line).")(fn)
+                      help="Load only the CIKs in this file (one per line; blank lines and # comments skipped).")(fn)
     fn = click.option("--cik", "ciks", multiple=True, metavar="CIK[,CIK...]", help="Load only these companies.")(fn)
     fn = click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))(fn)
     return fn
+
+
+def _lines(path: Path, option: str) -> list[str]:
+    """The lines of a UTF-8 file an option names (``-``: stdin), stripped, without blank
+    lines and ``#`` comments.
+
+    Lines end at a newline (``\n`` or ``\r\n``) and nowhere else: ``str.splitlines``
+    would also cut at a vertical tab, a form feed or a line separator inside a value."""
+    try:
+        data = path.read_bytes() if str(path) != "-" else sys.stdin.buffer.read()
+        text = data.decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(option, f"{path}: cannot read it as UTF-8 text: {exc}") from exc
+    lines = (line.strip() for line in text.split("\n"))
+    return [line for line in lines if line and not line.startswith("#")]
 
 
 @contextlib.contextmanager
@@ -314,26 +334,29 @@ def _universe(paths: tuple[Path, ...], ciks: tuple[str, ...], ciks_file: Path | 
 
     wanted = universe.parse_ciks(_items(ciks), "--cik") if ciks else None
     if ciks_file is not None:
-        lines = ciks_file.read_text(encoding="utf-8-sig").splitlines()
-        wanted = (wanted or []) + universe.parse_ciks(lines, str(ciks_file))
+        wanted = (wanted or []) + universe.parse_ciks(_lines(ciks_file, "--ciks-file"), str(ciks_file))
     with universe.discover(paths) as found:
         chosen = universe.select(found, ciks=wanted, tickers=_items(tickers) if tickers else None,
                                  tickers_file=company_tickers)
-        if not chosen:
-            raise InputError(", ".join(map(str, paths)), "nothing to load: no companyfacts file in the inputs")
+        if not any(company.facts for company in chosen):
+            absent = f" (asked for: {_ciks_named(chosen)})" if chosen else ""
+            raise InputError(", ".join(map(str, paths)),
+                             f"nothing to load: no companyfacts file in the inputs for the companies selected{absent}")
         yield chosen, found.skipped
+
+
+def _ciks_named(companies: list[Any], most: int = 10) -> str:
+    """``CIK 1, CIK 2 ...``: the first ``most`` companies of a message."""
+    return ", ".join(f"CIK {c.cik}" for c in companies[:most]) + (" ..." if len(companies) > most else "")
 
 
 PARTIAL = 5  # the exit code of a universe load that left something out
 
 
-def _universe_done(command: str, report: Any) -> None:
-    """Name what a universe load left out, in one line on stderr: failed or missing
-    companies and unreadable members. Exit 1 (an error) when no company loaded, else
-    exit 5 (the others loaded)."""
+def _left_out(report: Any) -> str:
+    """What a universe load left out, in one line: failed or missing companies and
+    unreadable members ("" when nothing)."""
     bad, skipped = report.not_loaded, report.skipped
-    if not bad and not skipped:
-        return
     parts = []
     if bad:
         parts.append(f"{len(bad)} of {len(report.companies)} companies not loaded: "
@@ -341,9 +364,23 @@ def _universe_done(command: str, report: Any) -> None:
     if skipped:
         parts.append(f"{len(skipped)} unreadable file(s) skipped: " + ", ".join(
             f"{s.file} ({s.reason})" for s in skipped[:10]) + (" ..." if len(skipped) > 10 else ""))
-    if len(bad) == len(report.companies):
-        raise InputError(command, "; ".join(parts))
-    click.echo(render.printable(f"graphmem: incomplete: {command}: {'; '.join(parts)}"), err=True)
+    return "; ".join(parts)
+
+
+def _none_loaded(command: str, report: Any) -> None:
+    """An error when no company of a universe load loaded completely."""
+    if len(report.not_loaded) == len(report.companies):
+        raise InputError(command, _left_out(report))
+
+
+def _universe_done(command: str, report: Any) -> None:
+    """Name what a universe load left out, in one line on stderr. Exit 1 (an error) when
+    no company loaded completely, else exit 5 (the others loaded)."""
+    left_out = _left_out(report)
+    if not left_out:
+        return
+    _none_loaded(command, report)
+    click.echo(render.printable(f"graphmem: incomplete: {command}: {left_out}"), err=True)
     sys.exit(PARTIAL)
 
 
@@ -360,7 +397,7 @@ def load_edgar(paths: tuple[Path, ...], ciks: tuple[str, ...], ciks_file: Path |
     submissions.zip (read without unpacking), folders of CIK##########.json files, or
     single files. Resumable: a re-run skips what is recorded. A company that fails, or a
     member that is not EDGAR JSON, is named in the report and the rest loads: exit 5
-    then (exit 1 when nothing loaded)."""
+    then (exit 1 when no company loaded completely)."""
     from .loaders import edgar
 
     scope = _scope(tenant, scope_keys)
@@ -445,8 +482,13 @@ def bootstrap_edgar(paths: tuple[Path, ...], ciks: tuple[str, ...], ciks_file: P
     scope = _scope(tenant, scope_keys)
     with _universe(paths, ciks, ciks_file, tickers, company_tickers) as (chosen, skipped), \
             _quarantine(quarantine_file) as sink:
-        universe = _bootstrap(lambda build: loader.load(build, scope, chosen, quarantine=sink, skipped=skipped),
-                              **options)
+
+        def build(into: Any) -> Any:  # no company loaded: an error inside the build, before any import or swap
+            report = loader.load(into, scope, chosen, quarantine=sink, skipped=skipped)
+            _none_loaded("bootstrap edgar", report)
+            return report
+
+        universe = _bootstrap(build, **options)
     _universe_done("bootstrap edgar", universe)
 
 
@@ -459,8 +501,13 @@ def _bootstrap(load: Any, home: Path | None, port: int, replace: bool, password:
 
     if csv is not None:
         probe = Memory.from_env() if os.environ.get("GRAPHMEM_NEO4J_URI") else None
+        fresh = not csv.exists()
         try:
             loaded, totals, files = offline.export(csv, load, root=csv_root, probe=probe.db if probe else None)
+        except BaseException:  # a failed export leaves no half-written folder of its own behind
+            if fresh:
+                shutil.rmtree(csv, ignore_errors=True)
+            raise
         finally:
             if probe is not None:
                 probe.close()
@@ -519,19 +566,10 @@ def asof(entity: str, attribute: str, period: str | None, unit: str | None, cuto
 
 
 def _entity_ids(path: Path | None) -> list[str] | None:
-    """Entity ids from a file, one per line (blank lines and ``#`` comments skipped).
-
-    Lines end at a newline (``\n`` or ``\r\n``) and nowhere else: ``str.splitlines``
-    would also cut at a vertical tab, a form feed or a line separator inside an id."""
+    """Entity ids from a file, one per line (see :func:`_lines`)."""
     if path is None:
         return None
-    try:
-        data = path.read_bytes() if str(path) != "-" else sys.stdin.buffer.read()
-        text = data.decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError("--entities", f"{path}: cannot read it as UTF-8 text: {exc}") from exc
-    ids = [line.strip() for line in text.split("\n")]
-    ids = [i for i in ids if i and not i.startswith("#")]
+    ids = _lines(path, "--entities")
     if not ids:
         raise InputError("--entities", f"{path}: no entity ids (one per line)")
     return ids

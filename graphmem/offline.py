@@ -108,8 +108,7 @@ def check_target(cfg: srv.ServerConfig, replace: bool) -> bool:
     if (cfg.data_dir / "data" / "databases" / "neo4j").exists() and not replace:
         raise InputError(str(cfg.home), "has a database, and its server is not running, so whether it holds "
                          "data cannot be checked: start it (graphmem server start) or pass --replace")
-    if not srv._port_free(cfg.port):
-        raise ServerError(f"port {cfg.port} on 127.0.0.1 is in use by another process; choose another --port")
+    srv.check_port(cfg.port)
     return False
 
 

@@ -175,11 +175,10 @@ def _note(a: Answer, inputs: Any = None) -> str:
     return ""
 
 
-def screen_rows(s: Any, most: int | None = None) -> list[dict[str, Any]]:
-    """A screen as flat rows, one per entity (the CSV columns; the table shows most), or
-    its first ``most``."""
+def screen_rows(s: Any) -> list[dict[str, Any]]:
+    """A screen as flat rows, one per entity (the CSV columns; the table shows most)."""
     out = []
-    for a in s.answers[:most]:
+    for a in s.answers:
         shown = [a.version] if a.version else list(a.candidates)
         first = shown[0] if shown else None
         out.append({

@@ -10,6 +10,7 @@ a clean shutdown. Nothing is ever stopped by process name.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -186,15 +187,35 @@ def wait_for_bolt(uri: str, auth: tuple[str, str] | None, timeout: float) -> Non
     raise ServerError(f"Bolt at {uri} did not answer within {timeout:.0f}s: {last}")
 
 
+def listening(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port``, or graphmem's one-line error for a port that
+    is taken (listening at once: two processes may both bind a port, only one listen).
+    SO_REUSEADDR: closed connections still waiting out TIME_WAIT do not count, only a
+    live listener."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen()
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ServerError(f"port {port} on {host} is in use by another process; choose another --port") from exc
+        raise ServerError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    return sock
+
+
+def check_port(port: int, host: str = "127.0.0.1") -> None:
+    """graphmem's error (see :func:`listening`) if ``host:port`` cannot be listened on."""
+    listening(host, port).close()
+
+
 def _port_free(port: int) -> bool:
-    """Can a listener bind 127.0.0.1:``port``? (SO_REUSEADDR: closed connections still
-    waiting out TIME_WAIT do not count, only a live listener.)"""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
+    """Can a listener take 127.0.0.1:``port``?"""
+    try:
+        check_port(port)
+    except ServerError:
+        return False
     return True
 
 

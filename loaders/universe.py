@@ -22,9 +22,11 @@ Unreadable inputs. A folder's or an archive's member that cannot be told — not
 JSON, neither kind of EDGAR JSON, no CIK, a second companyfacts file for a CIK, a member
 whose data is corrupt — is left out and listed in :attr:`Universe.skipped` with its
 reason, every one of them, and the rest is found all the same (the load names them in
-its report, and its exit code says that something was skipped). A folder or an archive
-with no EDGAR JSON at all is an error naming it, and so is a file named on its own that
-is not EDGAR JSON or an archive that cannot be read as one. The SEC's
+its report, and its exit code says that something was skipped). An archive in a folder
+that cannot be read as one, or holds no EDGAR JSON, is such a member: named, and left
+out whole. A folder or an archive with no EDGAR JSON at all is an error naming it, and
+so is a file or an archive named on its own that cannot be read as EDGAR JSON or as an
+archive. The SEC's
 ``company_tickers.json`` in a folder or an archive is not a company's file: it is left
 out without a word (``--company-tickers`` reads it).
 
@@ -230,9 +232,31 @@ class Universe:
             if not child.is_file() or child.suffix.lower() not in (".json", ".zip"):
                 continue
             if _is_archive(child):
-                self.add(child)  # an archive that cannot be read, or holds nothing, is an error
+                self._member(lambda child=child: self._whole_archive(child))
             elif not _TICKERS_FILE.match(child.name):
                 self._member(lambda child=child: self._add(Document.file(child), child.name))
+
+    def _whole_archive(self, path: Path) -> None:
+        """Add an archive of a folder whole, or not at all: one that cannot be read (cut
+        short half way through its directory) or holds nothing to load is one unreadable
+        member of the folder, and what it had added before it failed is taken back."""
+        facts, found, skipped = set(self._facts), self._found, len(self.skipped)
+        submissions = {cik: len(docs) for cik, docs in self._submissions.items()}
+        archives, lazy = len(self._archives), len(self._lazy)
+        try:
+            self.add(path)
+        except InputError:
+            for cik in self._facts.keys() - facts:
+                del self._facts[cik]
+            for cik in self._submissions.keys() - submissions.keys():
+                del self._submissions[cik]
+            for cik, count in submissions.items():
+                del self._submissions[cik][count:]
+            for archive in self._archives[archives:]:
+                archive.close()
+            del self._archives[archives:], self._lazy[lazy:], self.skipped[skipped:]
+            self._found = found
+            raise
 
     def _member(self, add: Callable[[], None]) -> None:
         """Run ``add()`` for one member of a folder or archive: what it refuses is skipped."""

@@ -573,6 +573,48 @@ def test_an_archive_or_folder_with_nothing_to_load_is_an_error(uri, mem, tmp_pat
     assert mem.counts(Scope(tenant=tenant))["versions"] == 0
 
 
+def test_a_selection_or_universe_where_no_company_loads_is_an_error_that_writes_nothing(uri, mem, tmp_path):
+    """CIKs asked for and all absent: refused before anything is read (load and bootstrap
+    alike). Every company failing: `load edgar` exits 1, and `bootstrap edgar` fails inside
+    its build, so no importer input is left behind (and no database is replaced)."""
+    tenant = f"test-none-{uuid.uuid4().hex[:12]}"
+    env = {"GRAPHMEM_NEO4J_URI": uri}
+    absent = "nothing to load: no companyfacts file in the inputs for the companies selected (asked for: CIK 5, CIK 6)"
+    for command in (["load", "edgar", str(LPA), "--tenant", tenant], ["bootstrap", "edgar", str(LPA), "--csv",
+                                                                       str(tmp_path / "csv")]):
+        done = CliRunner().invoke(main, [*command, "--cik", "6,5"], env=env)
+        assert (done.exit_code, done.stdout, done.stderr.strip()) == (1, "", f"graphmem: error: {LPA}: {absent}")
+    folder = tmp_path / "universe"
+    folder.mkdir()
+    (folder / "companyfacts-CIK0000000002.json").write_text(LPA.read_text()[:4000])  # truncated
+    (folder / "companyfacts-CIK0000000003.json").write_text(LPA.read_text()[:9000])
+    failed = "2 of 2 companies not loaded: CIK 2 (failed), CIK 3 (failed)"
+    for command in (["load", "edgar", str(folder), "--tenant", tenant], ["bootstrap", "edgar", str(folder), "--csv",
+                                                                         str(tmp_path / "csv")]):
+        done = CliRunner().invoke(main, command, env=env)
+        assert (done.exit_code, done.stderr.strip()) == (1, f"graphmem: error: {command[0]} edgar: {failed}")
+    assert not (tmp_path / "csv").exists()
+    assert mem.counts(Scope(tenant=tenant))["versions"] == 0
+
+
+def test_a_ciks_file_is_split_at_newlines_only(uri, tmp_path):
+    """--ciks-file reads lines as --entities does: a form feed inside a line does not make
+    two CIKs of it (it is refused, naming the file); CRLF, blank lines and comments are fine."""
+    tenant = f"test-ciks-{uuid.uuid4().hex[:12]}"
+    odd = tmp_path / "odd.txt"
+    odd.write_bytes(b"1997711\x0c5\n")
+    done = CliRunner().invoke(main, ["load", "edgar", str(LPA), "--ciks-file", str(odd)],
+                              env={"GRAPHMEM_NEO4J_URI": ""})
+    assert (done.exit_code, done.stderr.strip()) == (1, f"graphmem: error: {odd}: not a CIK: '1997711\\x0c5'")
+    listed = tmp_path / "ciks.txt"
+    listed.write_bytes(b"\xef\xbb\xbf# the universe\r\n0001997711\r\n\r\nCIK0000000005\r\n")
+    done = CliRunner().invoke(main, ["load", "edgar", str(LPA), "--ciks-file", str(listed), "--tenant", tenant,
+                                     "--json"], env={"GRAPHMEM_NEO4J_URI": uri})
+    assert done.exit_code == 5, done.output
+    assert [(c["cik"], c["status"]) for c in json.loads(done.stdout)["companies"]] == [(5, "missing"),
+                                                                                        (1997711, "loaded")]
+
+
 def test_quarantine_into_a_missing_folder_names_the_option_before_anything_is_read(tmp_path):
     missing = tmp_path / "no-such-folder" / "rows.jsonl"
     for command in (["load", "edgar", str(LPA)], ["load", "companyfacts", str(LPA)],
@@ -580,4 +622,17 @@ def test_quarantine_into_a_missing_folder_names_the_option_before_anything_is_re
         done = CliRunner().invoke(main, [*command, "--quarantine", str(missing)], env={"GRAPHMEM_NEO4J_URI": ""})
         assert (done.exit_code, done.stderr.strip()) == (
             1, f"graphmem: error: --quarantine: {missing}: no such folder: {missing.parent}"), command
+    assert not (tmp_path / "csv").exists()
+
+
+def test_quarantine_into_a_file_that_cannot_be_written_names_the_option(uri, tmp_path):
+    """The folder exists but the file cannot be made there (a name too long for it: what
+    a read-only folder does to a user other than root): one line naming the option."""
+    unwritable = tmp_path / ("x" * 300)
+    for command in (["load", "edgar", str(LPA)], ["load", "companyfacts", str(LPA)],
+                    ["bootstrap", "edgar", str(LPA), "--csv", str(tmp_path / "csv")]):
+        done = CliRunner().invoke(main, [*command, "--quarantine", str(unwritable), "--tenant", "t"],
+                                  env={"GRAPHMEM_NEO4J_URI": uri})
+        assert done.exit_code == 1 and done.stderr.startswith("graphmem: error: ") and done.stderr.strip().endswith(
+            f"--quarantine: {unwritable}: cannot be written: File name too long"), command
     assert not (tmp_path / "csv").exists()

@@ -404,6 +404,20 @@ def test_arguments_that_do_not_fit_are_refused_by_name_as_input_errors(w):
     assert ok(fine)["value"] == "110"  # the same call without them is answered
 
 
+def test_a_union_typed_argument_is_refused_by_its_name_once(w):
+    """pydantic refuses a union-typed argument once per member (value.str, value.int ...):
+    the error names the argument, once, and only the other arguments refused after it."""
+    async def steps(c: Client) -> list[Any]:
+        return [await c.call_tool("remember_fact", args) for args in [
+            {"entity": "acme", "attribute": "revenue", "value": [1], "period_end": "2024-12-31"},
+            {"entity": "acme", "attribute": "revenue", "value": {"a": 1}, "period_end": "soon"},
+        ]]
+
+    alone, both = [ok_error(r) for r in session(server_for(w), steps)]
+    assert (alone["where"], alone["reason"]) == ("value", "Input should be a valid string, got [1]")
+    assert (both["where"], both["reason"]) == ("value", "Input should be a valid string (also refused: period_end)")
+
+
 def test_a_transient_fault_is_retried_by_the_policy(w, monkeypatch):
     real, failed = gdb.Tx.run, []
 
@@ -545,8 +559,11 @@ def test_http_answers_a_bad_request_id_as_json_rpc_and_a_taken_port_is_one_error
                   "mcp-protocol-version": "2025-06-18"}
     notified = httpx2.post(url, headers=in_session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
     assert notified.status_code == 202  # a notification (no id) is still accepted
-    for ident, kind in (({"a": 1}, "an object"), ([1], "a list"), (True, "a boolean"), (None, "null")):
-        bad = httpx2.post(url, headers=in_session, json={"jsonrpc": "2.0", "id": ident, "method": "tools/list"})
+    for ident, kind, method in (({"a": 1}, "an object", "tools/list"), ([1], "a list", "tools/list"),
+                                (True, "a boolean", "tools/list"), (None, "null", "tools/list"),
+                                ({}, "an object", "notifications/cancelled")):
+        bad = httpx2.post(url, headers=in_session, json={"jsonrpc": "2.0", "id": ident, "method": method,
+                                                         "params": {"requestId": 7}})
         assert (bad.status_code, bad.json()) == (400, {"jsonrpc": "2.0", "id": None, "error": {
             "code": -32600, "message": f"Invalid Request: a request's id is a string or an integer, not {kind}"}})
     unauthorized = httpx2.post(url, headers={**in_session, "Authorization": "Bearer nope"},
@@ -559,6 +576,62 @@ def test_http_answers_a_bad_request_id_as_json_rpc_and_a_taken_port_is_one_error
                                       "--tokens", str(tmp_path / "tokens.toml")], env=_env(migrated))
     assert (taken.exit_code, taken.stderr.strip()) == (
         1, f"graphmem: error: port {port} on 127.0.0.1 is in use by another process; choose another --port")
+
+
+def test_a_request_with_a_bad_id_never_reaches_the_sdk():
+    """Whatever its method (here a cancellation, which the SDK would act on), a message
+    whose id is an object reaches the app behind RequestIds as a notification no one
+    handles, however its body was chunked, and its 202 becomes the 400; a good message
+    reaches it byte for byte, with the app's own answer."""
+    from graphmem.integrations.mcp.transport import REFUSED, RequestIds
+
+    async def post(body: bytes, status: int = 202) -> tuple[bytes, list[dict]]:
+        chunks = [body[:10], body[10:]]
+        incoming = [{"type": "http.request", "body": c, "more_body": n == 0} for n, c in enumerate(chunks)]
+        seen, sent = bytearray(), []
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:  # reads the body as the SDK does
+            while (message := await receive())["more_body"]:
+                seen.extend(message["body"])
+            seen.extend(message["body"])
+            await send({"type": "http.response.start", "status": status, "headers": [(b"mcp-session-id", b"s")]})
+            await send({"type": "http.response.body", "body": b""})
+
+        async def receive() -> dict:
+            return incoming.pop(0)
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        await RequestIds(app)({"type": "http", "method": "POST"}, receive, send)
+        return bytes(seen), sent
+
+    cancel = b'{"jsonrpc": "2.0", "id": {}, "method": "notifications/cancelled", "params": {"requestId": 1}}'
+    seen, sent = asyncio.run(post(cancel))
+    assert seen == REFUSED and sent[0]["status"] == 400 and (b"mcp-session-id", b"s") in sent[0]["headers"]
+    assert b"-32600" in sent[1]["body"]
+    good = b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}'
+    seen, sent = asyncio.run(post(good))
+    assert seen == good and [m.get("status") for m in sent] == [202, None]
+    seen, sent = asyncio.run(post(cancel, status=401))  # the SDK's own refusal stands
+    assert seen == REFUSED and sent[0]["status"] == 401
+
+
+def test_a_taken_port_is_one_error_for_mcp_and_bootstrap_alike(migrated, tmp_path):
+    """One check (graphmem.server.listening) for every command that serves on a port:
+    the same line and exit 1, whoever holds the port."""
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(f'[[tokens]]\ntoken = "{uuid.uuid4().hex}"\ntenant = "t"\n')
+    lpa = Path(__file__).parent / "fixtures" / "companyfacts-CIK0001997711-lpa.json"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        done = [CliRunner().invoke(main, command, env=_env(migrated)) for command in (
+            ["mcp", "--read-only", "--transport", "http", "--port", port, "--tokens", str(tokens)],
+            ["bootstrap", "companyfacts", str(lpa), "--home", str(tmp_path / "home"), "--port", port])]
+    expected = (1, f"graphmem: error: port {port} on 127.0.0.1 is in use by another process; choose another --port")
+    assert [(d.exit_code, d.stderr.strip()) for d in done] == [expected, expected]
 
 
 def test_stdio_transport_end_to_end(migrated, scope):

@@ -193,16 +193,23 @@ def _cut(path: Path, keep: float) -> Path:
     return path
 
 
-def test_a_truncated_archive_is_one_error_naming_it(tmp_path):
-    """Cut short (a download stopped half way), alone or in a folder, and on the command
-    line: one line naming the archive, not a traceback and not a file skipped."""
+def test_a_truncated_archive_is_an_error_alone_and_a_skipped_member_in_a_folder(tmp_path):
+    """Cut short (a download stopped half way) and named on its own, also on the command
+    line: one line naming the archive, not a traceback. In a folder it is an unreadable
+    member like a broken JSON file: named with its reason, and the folder's other files
+    load (a folder with nothing else is the error, naming it)."""
     path = _cut(_fixtures_zip(tmp_path / "companyfacts.zip", zipfile.ZIP_DEFLATED, False), 0.5)
-    with pytest.raises(InputError, match="not a readable ZIP archive: no end of central directory") as info:
+    reason = "not a readable ZIP archive: no end of central directory record (not a ZIP archive, or cut short)"
+    with pytest.raises(InputError) as info:
         universe.discover([path])
-    assert info.value.where == str(path)
+    assert (info.value.where, info.value.reason) == (str(path), reason)
     with pytest.raises(InputError) as info:
         universe.discover([tmp_path])
-    assert info.value.where == str(path)
+    assert info.value.where == str(tmp_path) and info.value.reason.endswith(f"(1 unreadable: {path}: {reason})")
+    (tmp_path / "CIK0001046179.json").write_bytes(TSMC.read_bytes())
+    with universe.discover([tmp_path]) as found:
+        assert found.skipped == [universe.Skipped(file=str(path), reason=reason)]
+        assert [c.cik for c in universe.select(found)] == [1046179]
     env = {k: v for k, v in os.environ.items() if k != "GRAPHMEM_NEO4J_URI"}
     run = subprocess.run([sys.executable, "-c", "from graphmem.cli import main; main()", "load", "edgar", str(path),
                           "--tenant", "t"], capture_output=True, text=True, timeout=120, env=env, check=False)
@@ -210,6 +217,28 @@ def test_a_truncated_archive_is_one_error_naming_it(tmp_path):
     assert run.stderr.strip().splitlines() == [
         f"graphmem: error: {path}: not a readable ZIP archive: no end of central directory record (not a ZIP "
         "archive, or cut short)"], run.stderr
+
+
+def test_an_archive_of_a_folder_found_corrupt_half_way_is_left_out_whole(tmp_path):
+    """Its first member is indexed before the second directory entry turns out corrupt:
+    the archive is skipped, named, and what it had added is taken back, so the same
+    company's file beside it is that company's companyfacts file (not a second one)."""
+    folder = tmp_path / "universe"
+    folder.mkdir()
+    path = folder / "a.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.write(LPA, "CIK0001997711.json")
+        archive.write(TSMC, "CIK0001046179.json")
+    data = bytearray(path.read_bytes())
+    second = data.rfind(b"PK\x01\x02")
+    data[second:second + 4] = b"XXXX"
+    path.write_bytes(bytes(data))
+    beside = folder / "companyfacts-CIK0001997711.json"
+    beside.write_bytes(LPA.read_bytes())
+    with universe.discover([folder]) as found:
+        assert found.skipped == [universe.Skipped(
+            file=str(path), reason=f"not a readable ZIP archive: bad central directory entry at byte {second}")]
+        assert [(c.cik, c.facts.name) for c in universe.select(found)] == [(1997711, str(beside))]
 
 
 def test_a_corrupt_member_fails_its_company_naming_it_and_the_others_load(mem, scope, tmp_path):

@@ -21,6 +21,8 @@ and return annotations to build its input and output schemas.)
 
 import datetime as dt
 import reprlib
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -135,16 +137,34 @@ def _error(exc: Exception) -> CallToolResult:
                           structured_content=out.model_dump(mode="json"), is_error=True)
 
 
-def _invalid(exc: ValidationError) -> InputError:
+def _invalid(exc: ValidationError, model: type[BaseModel] | None = None) -> InputError:
     """A pydantic refusal as graphmem's InputError: where is the argument (or field), the
     reason pydantic's words for it with the value refused (shortened), and the other
-    fields refused, if any, named after."""
+    fields refused, if any, named after. ``model``: the tool's argument model, whose
+    union-typed arguments pydantic refuses once per member (``value.str``,
+    ``value.int`` ...): named once, as the argument."""
     errors = exc.errors()
-    where = [".".join(str(p) for p in e["loc"]) or "input" for e in errors]
+    where = list(dict.fromkeys(_where(e["loc"], model) for e in errors))
     first = errors[0]
     got = "" if isinstance(first.get("input"), dict) else f", got {reprlib.repr(first.get('input'))}"
-    more = f" (also refused: {', '.join(dict.fromkeys(where[1:]))})" if len(errors) > 1 else ""
+    more = f" (also refused: {', '.join(where[1:])})" if len(where) > 1 else ""
     return InputError(where[0], first["msg"] + got + more)
+
+
+def _where(loc: tuple[int | str, ...], model: type[BaseModel] | None) -> str:
+    """An error's location, without the member tag that follows a union-typed argument."""
+    parts = list(loc)
+    fields = {f.alias or n: f for n, f in model.model_fields.items()} if model is not None else {}
+    field = fields.get(str(parts[0])) if parts else None
+    if len(parts) > 1 and field is not None and _is_union(field.annotation):
+        del parts[1]
+    return ".".join(str(p) for p in parts) or "input"
+
+
+def _is_union(annotation: Any) -> bool:
+    """A union of two or more types besides None (``X | None`` is no union to pydantic)."""
+    return typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(
+        [a for a in typing.get_args(annotation) if a is not type(None)]) > 1
 
 
 def _run(access: Access, ctx: Context, work: Callable[[Caller], tuple[BaseModel, str]]) -> CallToolResult:
@@ -198,7 +218,7 @@ class StrictTool(Tool):
 
 def _refused(tool: Tool, arguments: dict[str, Any]) -> CallToolResult | None:
     """The tool error for arguments that do not fit ``tool`` (None: they fit)."""
-    taken = list(tool.fn_metadata.arg_model.model_fields)
+    taken = [f.alias or n for n, f in tool.fn_metadata.arg_model.model_fields.items()]
     unknown = sorted(set(arguments) - set(taken))
     if unknown:
         why = "; the scope is the server's, never an argument" if {"tenant", "scope"} & set(unknown) else ""
@@ -207,7 +227,7 @@ def _refused(tool: Tool, arguments: dict[str, Any]) -> CallToolResult | None:
     try:
         tool.fn_metadata.validate_arguments(arguments)
     except ValidationError as exc:
-        return _error(_invalid(exc))
+        return _error(_invalid(exc, tool.fn_metadata.arg_model))
     return None
 
 

@@ -1,8 +1,9 @@
 """``graphmem mcp --transport http``: the SDK's streamable HTTP app behind one check of
 graphmem's, served by uvicorn on a socket graphmem binds itself.
 
-Binding first. A port that is taken is graphmem's one-line error (exit 1), as for
-``bootstrap``, not uvicorn's log line and exit 3 (which the CLI uses for "no server").
+Listening first (:func:`graphmem.server.listening`, as ``bootstrap`` checks its port). A
+port that is taken is graphmem's one-line error (exit 1), not uvicorn's log line and
+exit 3 (which the CLI uses for "no server").
 
 Request ids. JSON-RPC wants a request's ``id`` to be a string or a number, and MCP a
 string or an integer; the SDK reads a message with any other id (an object, a list, a
@@ -10,24 +11,26 @@ boolean, null, a fraction) as a notification, answers ``202 Accepted`` with no b
 drops it. :class:`RequestIds` answers it with the protocol's invalid-request error
 instead (``-32600``, HTTP 400, ``id: null``). It runs after every check of the SDK — the
 bearer token (401), Host and Origin (421/403), headers, body size (413), session (404) —
-by watching what the SDK answers: the body of a POST is kept as the SDK reads it, and
-only a 202 to a message that has a ``method`` and an id of another type is replaced.
-What the SDK does with the message after answering 202 is unchanged: a notification
-whose method it does not know, dropped without running anything.
+by watching what the SDK answers: the body of a POST is read whole first (up to the
+SDK's bound; a longer one goes on as it is, to be refused with 413), and a message that
+has a ``method`` and an id of another type is handed on as a notification no one
+handles (``graphmem/refused``), whose 202 is replaced. The message itself never reaches
+the SDK: a ``notifications/cancelled`` with an object id cancels nothing.
 """
 
 from __future__ import annotations
 
-import errno
 import json
-import socket
 from typing import Any
 
 import uvicorn
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 
-from ...errors import ServerError
+from ...server import listening
 
 INVALID_REQUEST = -32600
+#: What the SDK is handed instead of a request with a bad id: a notification it drops.
+REFUSED = b'{"jsonrpc": "2.0", "method": "graphmem/refused"}'
 Scope = dict[str, Any]
 Message = dict[str, Any]
 
@@ -52,34 +55,48 @@ class RequestIds:
     """ASGI: the SDK's app, with a request whose id is of the wrong type answered with
     JSON-RPC's invalid-request error (see the module docstring)."""
 
-    def __init__(self, app: Any):
-        self.app = app
+    def __init__(self, app: Any, most: int = DEFAULT_MAX_REQUEST_BODY_SIZE):
+        self.app, self.most = app, most
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        body = bytearray()
+        held, body = await _held(receive, self.most)
+        wrong = _bad_id(body) if body is not None else None
+        if wrong is not None:
+            held = [{"type": "http.request", "body": REFUSED, "more_body": False}]
         replaced = False
 
         async def reading() -> Message:
-            message = await receive()
-            if message["type"] == "http.request":
-                body.extend(message.get("body", b""))
-            return message
+            return held.pop(0) if held else await receive()
 
         async def answering(message: Message) -> None:
             nonlocal replaced
-            if message["type"] == "http.response.start" and message["status"] == 202:
-                wrong = _bad_id(bytes(body))
-                if wrong is not None:
-                    replaced = True
-                    await _invalid_request(send, message, wrong)
-                    return
-            if not replaced:  # else the SDK's empty 202 body, already answered
+            if wrong is not None and message["type"] == "http.response.start" and message["status"] == 202:
+                replaced = True
+                await _invalid_request(send, message, wrong)
+            elif not replaced:  # else the SDK's empty 202 body, already answered
                 await send(message)
 
         await self.app(scope, reading, answering)
+
+
+async def _held(receive: Any, most: int) -> tuple[list[Message], bytes | None]:
+    """The messages of a request as received, up to its whole body or past ``most``
+    bytes of it; and the body when whole (None when longer, or the client went away)."""
+    held: list[Message] = []
+    body = bytearray()
+    while True:
+        message = await receive()
+        held.append(message)
+        if message["type"] != "http.request":
+            return held, None
+        body.extend(message.get("body", b""))
+        if len(body) > most:
+            return held, None
+        if not message.get("more_body", False):
+            return held, bytes(body)
 
 
 async def _invalid_request(send: Any, accepted: Message, reason: str) -> None:
@@ -93,21 +110,7 @@ async def _invalid_request(send: Any, accepted: Message, reason: str) -> None:
     await send({"type": "http.response.body", "body": payload})
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """A socket bound to ``host:port`` (uvicorn listens on it), or graphmem's error."""
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a TIME_WAIT port is free; a listened one is not
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        if exc.errno == errno.EADDRINUSE:
-            raise ServerError(f"port {port} on {host} is in use by another process; choose another --port") from exc
-        raise ServerError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
-    return sock
-
-
 def serve_http(app: Any, host: str, port: int) -> None:
     """Serve ``app`` behind :class:`RequestIds` on ``host:port`` until the process ends."""
-    sock = bind(host, port)
+    sock = listening(host, port)
     uvicorn.Server(uvicorn.Config(RequestIds(app), log_level="warning")).run(sockets=[sock])
