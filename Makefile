@@ -16,7 +16,7 @@ $(BIN)/graphmem: pyproject.toml
 install: $(BIN)/graphmem
 
 test: install
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2 --dist loadfile
 
 demo: install
 	$(BIN)/graphmem demo

@@ -19,6 +19,11 @@ import signal
 import socket
 import subprocess
 import time
+
+try:
+    import fcntl
+except ImportError:  # Windows has no flock: concurrent first builds there are not serialised
+    fcntl = None
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,8 +106,20 @@ class ServerStatus:
 
 
 def build(source: Path | None = None) -> Path:
-    """Build the launcher jar with Maven unless an up-to-date one is there; return its path."""
+    """Build the launcher jar with Maven unless an up-to-date one is there; return its path.
+
+    Two processes starting a server at once (two shells, parallel test workers) would run
+    two Maven builds into one ``target`` folder; an exclusive lock on a file beside the pom
+    makes the second wait and then find the jar fresh.
+    """
     source = source or launcher_dir()
+    with open(source / ".build.lock", "a") as lock:
+        if fcntl is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build_locked(source)
+
+
+def _build_locked(source: Path) -> Path:
     jar = source / "target" / JAR_NAME
     inputs = [source / "pom.xml", *(source / "src").rglob("*.java")]
     fresh = jar.is_file() and (source / "target" / "lib").is_dir()
