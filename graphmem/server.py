@@ -19,11 +19,6 @@ import signal
 import socket
 import subprocess
 import time
-
-try:
-    import fcntl
-except ImportError:  # Windows has no flock: concurrent first builds there are not serialised
-    fcntl = None
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +26,11 @@ import neo4j
 from neo4j.exceptions import AuthError, DriverError, Neo4jError
 
 from .errors import InputError, ServerError
+
+try:
+    import fcntl
+except ImportError:  # Windows has no flock: concurrent first builds there are not serialised
+    fcntl = None
 
 JAR_NAME = "graphmem-launcher.jar"
 JVM_FLAGS = (
