@@ -198,6 +198,13 @@ def test_bad_parameters_get_a_message_not_a_trace(http, path, named):
     assert named in page.text and "Traceback" not in page.text
 
 
+@pytest.mark.parametrize("path", [KEY, KEY.replace("&period=2015-12-31", ""), "/lineage?version=v", "/screen",
+                                  f"/screen?attribute={ASSETS}&frame=CY2015Q4I", "/agent", "/source?id=x", "/"])
+def test_a_parameter_named_path_is_not_a_server_error(http, path):
+    """The pages link back to themselves with the request's own parameters."""
+    assert http.get(path + ("&" if "?" in path else "?") + "path=1&page=1").status_code < 500
+
+
 def test_read_only_and_loopback_hosts(http):
     assert http.post("/key", data={"entity": TESLA}).status_code == 405
     assert http.get("/", headers={"host": "attacker.example"}).status_code == 400

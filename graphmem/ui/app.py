@@ -81,8 +81,9 @@ def _when(value: dt.datetime | None, ms: bool = False) -> str:
     return (text[:-3] if ms else text) + "Z"
 
 
-def _url(path: str, **params: Any) -> str:
-    """``path`` with the given query parameters, leaving out the empty ones."""
+def _url(path: str, /, **params: Any) -> str:
+    """``path`` with the given query parameters, leaving out the empty ones (``path`` is
+    positional only: the templates pass a request's own parameters, which may name one)."""
     kept = {k: v for k, v in params.items() if v not in (None, "", ())}
     return f"{path}?{urlencode(kept, doseq=True)}" if kept else path
 
