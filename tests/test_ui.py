@@ -154,6 +154,20 @@ def test_lineage_up_and_down(http, world):
     assert f"/lineage?version={derived}" in down.text
 
 
+def test_lineage_lists_its_versions_a_page_at_a_time(http, world, monkeypatch):
+    from graphmem.ui import pages
+
+    monkeypatch.setattr(pages, "ROWS_PER_PAGE", 1)
+    derived = world["derived"].version_id
+    facts = sum(1 for _, k in world["mem"].lineage(world["a"], derived).nodes(data="kind") if k == "fact")
+    rows = lambda r: r.text.split("<caption>")[1].split("</table>")[0].count("<tr><td>")  # noqa: E731
+    first = http.get("/lineage", params={"version": derived})
+    assert rows(first) == 1 and f"page 1 of {facts}" in first.text
+    last = http.get("/lineage", params={"version": derived, "page": facts})
+    assert rows(last) == 1 and f"page {facts} of {facts}" in last.text and "earlier" in last.text
+    assert http.get("/lineage", params={"version": derived, "page": facts + 1}).status_code == 400
+
+
 def test_screen_steps_through_cutoffs(http):
     page = http.get("/screen", params={"attribute": ASSETS, "frame": "CY2015Q4I", "cutoff": "2016-05-09"})
     assert page.status_code == 200 and BEFORE in page.text
