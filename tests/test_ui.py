@@ -35,7 +35,7 @@ from graphmem import FactIn, Period, Scope  # noqa: E402
 from graphmem.demo import COMPANIES  # noqa: E402
 from graphmem.integrations.tokens import Caller, digest  # noqa: E402
 from graphmem.ui import build_app  # noqa: E402
-from graphmem.ui.app import LOOPBACK_HOSTS  # noqa: E402
+from graphmem.ui.app import LOOPBACK_HOSTS, allowed_hosts  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TESLA, ASSETS = "cik:1318605", "us-gaap:Assets"
@@ -222,7 +222,20 @@ def test_a_parameter_named_path_is_not_a_server_error(http, path):
 def test_read_only_and_loopback_hosts(http):
     assert http.post("/key", data={"entity": TESLA}).status_code == 405
     assert http.get("/", headers={"host": "attacker.example"}).status_code == 400
+    for host in ("127.0.0.1:8765", "localhost:8765", "[::1]:8765"):
+        assert http.get("/", headers={"host": host}).status_code == 200, host
     assert "content-security-policy" in http.get("/").headers
+
+
+def test_off_loopback_the_cookie_is_secure_and_a_bound_address_is_a_host(world):
+    tokens = {digest(TOKEN_A): Caller(world["a"], "a")}
+    client = TestClient(build_app(world["mem"], tokens=tokens, secure=True), base_url="http://10.0.0.5")
+    login = client.get(f"/?token={TOKEN_A}", follow_redirects=False)
+    assert login.status_code == 303 and "; secure" in login.headers["set-cookie"].lower()
+    bound = TestClient(build_app(world["mem"], scope=world["a"], hosts=allowed_hosts("127.0.0.2")),
+                       base_url="http://127.0.0.2:8765")
+    assert bound.get("/").status_code == 200
+    assert allowed_hosts("0.0.0.0") is None and "[::1]" in allowed_hosts("::1")
 
 
 def test_tokens_pick_the_scope(world):
@@ -234,7 +247,10 @@ def test_tokens_pick_the_scope(world):
     assert "Nothing recorded" in client.get(KEY, headers={"authorization": f"Bearer {TOKEN_B}"}).text
     login = client.get(KEY + f"&token={TOKEN_A}", follow_redirects=False)
     assert login.status_code == 303 and "token" not in login.headers["location"]
-    assert "httponly" in login.headers["set-cookie"].lower()
+    cookie = login.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=lax" in cookie and "secure" not in cookie  # plain http here
+    unknown = client.get(KEY + "&token=not-a-known-token", follow_redirects=False)
+    assert unknown.status_code == 401 and "set-cookie" not in unknown.headers
     assert AFTER in client.get(login.headers["location"]).text  # the cookie now carries it
 
 
