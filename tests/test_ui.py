@@ -31,7 +31,7 @@ pytest.importorskip("starlette")
 from graphmem.loaders import kpi, metrics, sec  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
-from graphmem import FactIn, Period, Scope  # noqa: E402
+from graphmem import Entity, FactIn, Period, Scope, Source  # noqa: E402
 from graphmem.demo import COMPANIES  # noqa: E402
 from graphmem.integrations.tokens import Caller, digest  # noqa: E402
 from graphmem.ui import build_app  # noqa: E402
@@ -191,6 +191,11 @@ def test_another_tenants_ids_show_nothing(other, world):
     assert lost.status_code == 404 and world["derived"].version_id in lost.text
     assert other.get("/source", params={"id": RESTATED_IN}).status_code == 404
     assert other.get("/agent/snapshot", params={"id": world["snapshot"]}).status_code == 404
+    hits = lambda r: r.text.split("</form>", 1)[1]  # noqa: E731  (the form echoes the query)
+    found = other.get("/", params={"q": "Tesla us-gaap:Assets"})
+    assert found.status_code == 200 and TESLA not in hits(found) and ASSETS not in hits(found)
+    assert TESLA not in hits(other.get("/", params={"q": TESLA}))
+    assert RESTATED_IN not in hits(other.get("/", params={"q": RESTATED_IN}))
     agent = other.get("/agent")
     assert "no-such-filing" not in agent.text and world["snapshot"] not in agent.text
 
@@ -252,6 +257,40 @@ def test_tokens_pick_the_scope(world):
     unknown = client.get(KEY + "&token=not-a-known-token", follow_redirects=False)
     assert unknown.status_code == 401 and "set-cookie" not in unknown.headers
     assert AFTER in client.get(login.headers["location"]).text  # the cookie now carries it
+
+
+EVIL = {"entity": '"><script>alert(1)</script>', "name": "<img src=x onerror=alert(2)>",
+        "source": 's-"><img src=x onerror=alert(3)>', "title": '"><script>alert(4)</script>',
+        "unit": '"><img src=x onerror=alert(5)>', "attribute": "x:<script>alert(6)</script>"}
+
+
+@pytest.fixture(scope="module")
+def hostile(world):
+    """A tenant whose names, titles, URI and unit are markup; served on loopback."""
+    mem, c = world["mem"], Scope(tenant=f"test-ui-evil-{uuid.uuid4().hex[:12]}")
+    mem.put_entity(c, Entity(id=EVIL["entity"], name=EVIL["name"]))
+    mem.record_source(c, Source(id=EVIL["source"], kind="filing", authority="primary", title=EVIL["title"],
+                                uri="javascript:alert(7)", available_by=dt.datetime(2016, 1, 1, tzinfo=dt.UTC)))
+    version = mem.assert_fact(c, FactIn(entity=EVIL["entity"], attribute=EVIL["attribute"], unit=EVIL["unit"],
+                                        value=Decimal("1"), period=Period(end=dt.date(2015, 12, 31)),
+                                        sources=(EVIL["source"],)))
+    client = TestClient(build_app(mem, scope=c), base_url="http://127.0.0.1")
+    return client, version
+
+
+def test_markup_in_names_titles_and_units_is_escaped(hostile):
+    http, version = hostile
+    paths = [("/", {"q": EVIL["entity"]}), ("/", {"q": EVIL["source"]}), ("/source", {"id": EVIL["source"]}),
+             ("/key", {"entity": EVIL["entity"], "attribute": EVIL["attribute"], "period": "2015-12-31"}),
+             ("/lineage", {"version": version.version_id})]
+    for path, params in paths:
+        page = http.get(path, params=params)
+        assert page.status_code == 200, (path, page.text)
+        assert "<script>alert" not in page.text and "<img src=x" not in page.text, path
+        assert 'href="javascript:' not in page.text.lower(), path
+    shown = http.get("/source", params={"id": EVIL["source"]}).text
+    assert "&lt;script&gt;alert(4)" in shown and "javascript:alert(7)" in shown  # shown as text, not a link
+    assert "&lt;img src=x onerror=alert(5)&gt;" in http.get("/lineage", params={"version": version.version_id}).text
 
 
 # ---------------------------------------------------------------- browser
