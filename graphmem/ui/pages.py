@@ -1,7 +1,9 @@
-"""The pages: each checks its query parameters (a bad one is named, before any query),
-calls the public :class:`~graphmem.Memory` API in the server's scope and returns a
-template name with what it shows. No read rule lives here: an answer is what
-``as_of`` / ``screen`` / ``search`` returned; lists are cut into pages after the call.
+"""The pages: each checks its query parameters (a bad one is named before any query;
+only ``page`` is checked after the read that counts the rows), calls the public
+:class:`~graphmem.Memory` API in the server's scope and returns a template name with
+what it shows. No read rule lives here: an answer is what ``as_of`` / ``screen`` /
+``search`` returned; lists are cut into pages after the call, except a key's and a
+lineage's versions, of which only the page shown is read.
 """
 
 from __future__ import annotations
