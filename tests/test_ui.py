@@ -293,6 +293,15 @@ def test_markup_in_names_titles_and_units_is_escaped(hostile):
     assert "&lt;img src=x onerror=alert(5)&gt;" in http.get("/lineage", params={"version": version.version_id}).text
 
 
+@pytest.mark.parametrize(("value", "shown"), [
+    (Decimal("1E-7"), "0.0000001"), (Decimal("8092460000"), "8,092,460,000"), (Decimal("0.35"), "0.35"),
+    (Decimal("1.2E+4"), "12,000"), (Decimal("-1234.5"), "-1,234.5"), (None, "")])
+def test_numbers_read_plainly(value, shown):
+    from graphmem.ui.pages import number
+
+    assert number(value) == shown
+
+
 # ---------------------------------------------------------------- browser
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

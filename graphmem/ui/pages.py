@@ -92,9 +92,10 @@ def _window(rows: Sequence[Any], page: int, size: int) -> Sequence[Any]:
 
 
 def number(value: Any) -> str:
-    """A value as an analyst reads it: thousands separated, exact."""
+    """A value as an analyst reads it: thousands separated, exact, never in exponent
+    notation (``str(Decimal)`` would show 1E-7)."""
     if isinstance(value, Decimal):
-        return f"{value:,f}" if value == value.to_integral_value() or abs(value) >= 1000 else str(value)
+        return f"{value:,f}"
     return "" if value is None else str(value)
 
 
