@@ -710,5 +710,8 @@ def ui(host: str, port: int, tokens: Path | None, tenant: str, scope_keys: tuple
         from .ui import serve
     except ImportError as exc:
         raise InputError("graphmem ui", f"needs the ui extra: pip install 'graphmem[ui]' ({exc})") from exc
+    given = click.get_current_context().get_parameter_source("tenant") == click.core.ParameterSource.COMMANDLINE
+    if tokens and (given or scope_keys):
+        raise click.UsageError("--tenant/--scope: with --tokens each token's scope is read; leave them out")
     with _connect() as memory:
         serve(memory, scope=_scope(tenant, scope_keys), tokens=tokens, host=host, port=port)

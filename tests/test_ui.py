@@ -434,3 +434,15 @@ def test_cli_serves_no_public_address_without_tokens(migrated):
     assert done.returncode == 1
     assert done.stderr == ("graphmem: error: --tokens: 0.0.0.0 is not a loopback address: serving it needs a "
                            "tokens file (each bearer token maps to one scope)\n")
+
+
+@pytest.mark.parametrize("scoping", [("--tenant", "t"), ("--scope", "user=u")])
+def test_cli_refuses_a_scope_beside_tokens(tmp_path, scoping):
+    from click.testing import CliRunner
+
+    from graphmem.cli import main
+
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text("")
+    done = CliRunner().invoke(main, ["ui", "--tokens", str(tokens), *scoping])
+    assert done.exit_code == 2 and "with --tokens each token's scope is read" in done.output
