@@ -302,6 +302,37 @@ def test_numbers_read_plainly(value, shown):
     assert number(value) == shown
 
 
+def test_each_plot_cell_shows_what_as_of_answers_there(world):
+    """The picture draws liveness itself (plot._ended): each cell's answer from as_of
+    (the version, or a conflict's candidates) must be among the rectangles covering the
+    cell, and an empty cell must answer nothing. Three versions: one stays, one invalidated, one whose only source is
+    retracted."""
+    from graphmem.ui import plot
+
+    mem, d = world["mem"], Scope(tenant=f"test-ui-plot-{uuid.uuid4().hex[:12]}")
+    key = {"entity": "e", "attribute": "a", "unit": "USD", "period": Period(end=dt.date(2019, 12, 31))}
+    mem.put_entity(d, Entity(id="e"))
+    made = []
+    for month in (1, 2, 3):
+        mem.record_source(d, Source(id=f"s{month}", kind="filing", authority="primary",
+                                    available_by=dt.datetime(2020, month, 10, tzinfo=dt.UTC)))
+        made.append(mem.assert_fact(d, FactIn(**key, value=Decimal(month), sources=(f"s{month}",))))
+    mem.invalidate(d, made[1].version_id, "wrong")
+    mem.retract_source(d, "s3", reason="withdrawn")
+    versions = mem.history(d, entity="e", attribute="a", period=key["period"])
+    drawn = plot.versions_plot(versions, versions[0].available_by, versions[0].recorded_at)
+    assert {b.ended for b in drawn.boxes} == {None, "invalidated", "retracted"}
+    for i, cutoff in enumerate(drawn.x_picks):
+        for j, known_at in enumerate(drawn.y_picks):
+            x, y = (i + 0.5) * drawn.col, plot.HEIGHT - (j + 0.5) * drawn.row
+            covering = {b.version.version_id for b in drawn.boxes
+                        if b.x <= x < b.x + b.w and b.y <= y < b.y + b.h}
+            answer = mem.as_of(d, entity="e", attribute="a", period=key["period"], cutoff=cutoff,
+                               known_at=known_at)
+            answered = {v.version_id for v in (answer.version, *answer.candidates) if v}
+            assert answered <= covering and bool(answered) == bool(covering), (i, j, cutoff, known_at)
+
+
 # ---------------------------------------------------------------- browser
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
