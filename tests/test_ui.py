@@ -459,10 +459,13 @@ def test_history_index_and_snapshot_listing_page_what_the_full_reads_return(worl
 
 
 def test_cli_serves_no_public_address_without_tokens(migrated):
-    from procs import env, run_cli  # test helpers beside this file
+    from click.testing import CliRunner
+    from procs import env  # test helpers beside this file
 
-    done = run_cli("ui", "--host", "0.0.0.0", "--tenant", "nobody", environ=env(migrated))
-    assert done.returncode == 1
+    from graphmem.cli import main
+
+    done = CliRunner().invoke(main, ["ui", "--host", "0.0.0.0", "--tenant", "nobody"], env=env(migrated))
+    assert done.exit_code == 1
     assert done.stderr == ("graphmem: error: --tokens: 0.0.0.0 is not a loopback address: serving it needs a "
                            "tokens file (each bearer token maps to one scope)\n")
 
