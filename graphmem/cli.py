@@ -772,11 +772,18 @@ def mcp(transport: str, host: str, port: int, tokens: Path | None, actor: str, r
 @_scoped
 def ui(host: str, port: int, tokens: Path | None, tenant: str, scope_keys: tuple[str, ...]) -> None:
     """A read-only web view of what was known when (needs graphmem[ui]): search, a key's
-    versions on cutoff x known_at, a source's impact, lineage, screens, agent memory."""
+    versions on cutoff x known_at, a source's impact, lineage, screens, agent memory.
+
+    It speaks plain HTTP: off loopback, terminate TLS in front of it (a reverse proxy);
+    its token cookie is then marked Secure. With --tokens each token's scope is read,
+    so --tenant/--scope are refused."""
     try:
         from .ui import serve
     except ImportError as exc:
         raise InputError("graphmem ui", f"needs the ui extra: pip install 'graphmem[ui]' ({exc})") from exc
+    given = click.get_current_context().get_parameter_source("tenant") == click.core.ParameterSource.COMMANDLINE
+    if tokens and (given or scope_keys):
+        raise click.UsageError("--tenant/--scope: with --tokens each token's scope is read; leave them out")
     with _connect() as memory:
         serve(memory, scope=_scope(tenant, scope_keys), tokens=tokens, host=host, port=port)
 

@@ -31,11 +31,11 @@ pytest.importorskip("starlette")
 from graphmem.loaders import kpi, metrics, sec  # noqa: E402
 from starlette.testclient import TestClient  # noqa: E402
 
-from graphmem import FactIn, Period, Scope  # noqa: E402
+from graphmem import Entity, FactIn, Period, Scope, Source  # noqa: E402
 from graphmem.demo import COMPANIES  # noqa: E402
 from graphmem.integrations.tokens import Caller, digest  # noqa: E402
 from graphmem.ui import build_app  # noqa: E402
-from graphmem.ui.app import LOOPBACK_HOSTS  # noqa: E402
+from graphmem.ui.app import LOOPBACK_HOSTS, allowed_hosts  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TESLA, ASSETS = "cik:1318605", "us-gaap:Assets"
@@ -154,6 +154,20 @@ def test_lineage_up_and_down(http, world):
     assert f"/lineage?version={derived}" in down.text
 
 
+def test_lineage_lists_its_versions_a_page_at_a_time(http, world, monkeypatch):
+    from graphmem.ui import pages
+
+    monkeypatch.setattr(pages, "ROWS_PER_PAGE", 1)
+    derived = world["derived"].version_id
+    facts = sum(1 for _, k in world["mem"].lineage(world["a"], derived).nodes(data="kind") if k == "fact")
+    rows = lambda r: r.text.split("<caption>")[1].split("</table>")[0].count("<tr><td>")  # noqa: E731
+    first = http.get("/lineage", params={"version": derived})
+    assert rows(first) == 1 and f"page 1 of {facts}" in first.text
+    last = http.get("/lineage", params={"version": derived, "page": facts, "path": "1"})  # a path= of its own: no 500
+    assert rows(last) == 1 and f"page {facts} of {facts}" in last.text and "earlier" in last.text
+    assert http.get("/lineage", params={"version": derived, "page": facts + 1}).status_code == 400
+
+
 def test_screen_steps_through_cutoffs(http):
     page = http.get("/screen", params={"attribute": ASSETS, "frame": "CY2015Q4I", "cutoff": "2016-05-09"})
     assert page.status_code == 200 and BEFORE in page.text
@@ -177,6 +191,11 @@ def test_another_tenants_ids_show_nothing(other, world):
     assert lost.status_code == 404 and world["derived"].version_id in lost.text
     assert other.get("/source", params={"id": RESTATED_IN}).status_code == 404
     assert other.get("/agent/snapshot", params={"id": world["snapshot"]}).status_code == 404
+    hits = lambda r: r.text.split("</form>", 1)[1]  # noqa: E731  (the form echoes the query)
+    found = other.get("/", params={"q": "Tesla us-gaap:Assets"})
+    assert found.status_code == 200 and TESLA not in hits(found) and ASSETS not in hits(found)
+    assert TESLA not in hits(other.get("/", params={"q": TESLA}))
+    assert RESTATED_IN not in hits(other.get("/", params={"q": RESTATED_IN}))
     agent = other.get("/agent")
     assert "no-such-filing" not in agent.text and world["snapshot"] not in agent.text
 
@@ -198,10 +217,31 @@ def test_bad_parameters_get_a_message_not_a_trace(http, path, named):
     assert named in page.text and "Traceback" not in page.text
 
 
+@pytest.mark.parametrize("path", [KEY, KEY.replace("&period=2015-12-31", ""), "/screen",
+                                  f"/screen?attribute={ASSETS}&frame=CY2015Q4I", "/agent", "/source?id=x", "/"])
+def test_a_parameter_named_path_is_not_a_server_error(http, path):
+    """The pages link back to themselves with the request's own parameters (the lineage
+    page: test_lineage_lists_its_versions_a_page_at_a_time)."""
+    assert http.get(path + ("&" if "?" in path else "?") + "path=1&page=1").status_code < 500
+
+
 def test_read_only_and_loopback_hosts(http):
     assert http.post("/key", data={"entity": TESLA}).status_code == 405
     assert http.get("/", headers={"host": "attacker.example"}).status_code == 400
+    for host in ("127.0.0.1:8765", "localhost:8765", "[::1]:8765"):
+        assert http.get("/", headers={"host": host}).status_code == 200, host
     assert "content-security-policy" in http.get("/").headers
+
+
+def test_off_loopback_the_cookie_is_secure_and_a_bound_address_is_a_host(world):
+    tokens = {digest(TOKEN_A): Caller(world["a"], "a")}
+    client = TestClient(build_app(world["mem"], tokens=tokens, secure=True), base_url="http://10.0.0.5")
+    login = client.get(f"/?token={TOKEN_A}", follow_redirects=False)
+    assert login.status_code == 303 and "; secure" in login.headers["set-cookie"].lower()
+    bound = TestClient(build_app(world["mem"], scope=world["a"], hosts=allowed_hosts("127.0.0.2")),
+                       base_url="http://127.0.0.2:8765")
+    assert bound.get("/").status_code == 200
+    assert allowed_hosts("0.0.0.0") is None and "[::1]" in allowed_hosts("::1")
 
 
 def test_tokens_pick_the_scope(world):
@@ -213,8 +253,85 @@ def test_tokens_pick_the_scope(world):
     assert "Nothing recorded" in client.get(KEY, headers={"authorization": f"Bearer {TOKEN_B}"}).text
     login = client.get(KEY + f"&token={TOKEN_A}", follow_redirects=False)
     assert login.status_code == 303 and "token" not in login.headers["location"]
-    assert "httponly" in login.headers["set-cookie"].lower()
+    cookie = login.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=lax" in cookie and "secure" not in cookie  # plain http here
+    unknown = client.get(KEY + "&token=not-a-known-token", follow_redirects=False)
+    assert unknown.status_code == 401 and "set-cookie" not in unknown.headers
     assert AFTER in client.get(login.headers["location"]).text  # the cookie now carries it
+
+
+EVIL = {"entity": '"><script>alert(1)</script>', "name": "<img src=x onerror=alert(2)>",
+        "source": 's-"><img src=x onerror=alert(3)>', "title": '"><script>alert(4)</script>',
+        "unit": '"><img src=x onerror=alert(5)>', "attribute": "x:<script>alert(6)</script>"}
+
+
+@pytest.fixture(scope="module")
+def hostile(world):
+    """A tenant whose names, titles, URI and unit are markup; served on loopback."""
+    mem, c = world["mem"], Scope(tenant=f"test-ui-evil-{uuid.uuid4().hex[:12]}")
+    mem.put_entity(c, Entity(id=EVIL["entity"], name=EVIL["name"]))
+    mem.record_source(c, Source(id=EVIL["source"], kind="filing", authority="primary", title=EVIL["title"],
+                                uri="javascript:alert(7)", available_by=dt.datetime(2016, 1, 1, tzinfo=dt.UTC)))
+    version = mem.assert_fact(c, FactIn(entity=EVIL["entity"], attribute=EVIL["attribute"], unit=EVIL["unit"],
+                                        value=Decimal("1"), period=Period(end=dt.date(2015, 12, 31)),
+                                        sources=(EVIL["source"],)))
+    client = TestClient(build_app(mem, scope=c), base_url="http://127.0.0.1")
+    return client, version
+
+
+def test_markup_in_names_titles_and_units_is_escaped(hostile):
+    http, version = hostile
+    paths = [("/", {"q": EVIL["entity"]}), ("/", {"q": EVIL["source"]}), ("/source", {"id": EVIL["source"]}),
+             ("/key", {"entity": EVIL["entity"], "attribute": EVIL["attribute"], "period": "2015-12-31"}),
+             ("/lineage", {"version": version.version_id})]
+    for path, params in paths:
+        page = http.get(path, params=params)
+        assert page.status_code == 200, (path, page.text)
+        assert "<script>alert" not in page.text and "<img src=x" not in page.text, path
+        assert 'href="javascript:' not in page.text.lower(), path
+    shown = http.get("/source", params={"id": EVIL["source"]}).text
+    assert "&lt;script&gt;alert(4)" in shown and "javascript:alert(7)" in shown  # shown as text, not a link
+    assert "&lt;img src=x onerror=alert(5)&gt;" in http.get("/lineage", params={"version": version.version_id}).text
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    (Decimal("1E-7"), "0.0000001"), (Decimal("8092460000"), "8,092,460,000"), (Decimal("0.35"), "0.35"),
+    (Decimal("1.2E+4"), "12,000"), (Decimal("-1234.5"), "-1,234.5"), (None, "")])
+def test_numbers_read_plainly(value, shown):
+    from graphmem.ui.pages import number
+
+    assert number(value) == shown
+
+
+def test_each_plot_cell_shows_what_as_of_answers_there(world):
+    """The picture draws liveness itself (plot._ended): each cell's answer from as_of
+    (the version, or a conflict's candidates) must be among the rectangles covering the
+    cell, and an empty cell must answer nothing. Three versions: one stays, one invalidated, one whose only source is
+    retracted."""
+    from graphmem.ui import plot
+
+    mem, d = world["mem"], Scope(tenant=f"test-ui-plot-{uuid.uuid4().hex[:12]}")
+    key = {"entity": "e", "attribute": "a", "unit": "USD", "period": Period(end=dt.date(2019, 12, 31))}
+    mem.put_entity(d, Entity(id="e"))
+    made = []
+    for month in (1, 2, 3):
+        mem.record_source(d, Source(id=f"s{month}", kind="filing", authority="primary",
+                                    available_by=dt.datetime(2020, month, 10, tzinfo=dt.UTC)))
+        made.append(mem.assert_fact(d, FactIn(**key, value=Decimal(month), sources=(f"s{month}",))))
+    mem.invalidate(d, made[1].version_id, "wrong")
+    mem.retract_source(d, "s3", reason="withdrawn")
+    versions = mem.history(d, entity="e", attribute="a", period=key["period"])
+    drawn = plot.versions_plot(versions, versions[0].available_by, versions[0].recorded_at)
+    assert {b.ended for b in drawn.boxes} == {None, "invalidated", "retracted"}
+    for i, cutoff in enumerate(drawn.x_picks):
+        for j, known_at in enumerate(drawn.y_picks):
+            x, y = (i + 0.5) * drawn.col, plot.HEIGHT - (j + 0.5) * drawn.row
+            covering = {b.version.version_id for b in drawn.boxes
+                        if b.x <= x < b.x + b.w and b.y <= y < b.y + b.h}
+            answer = mem.as_of(d, entity="e", attribute="a", period=key["period"], cutoff=cutoff,
+                               known_at=known_at)
+            answered = {v.version_id for v in (answer.version, *answer.candidates) if v}
+            assert answered <= covering and bool(answered) == bool(covering), (i, j, cutoff, known_at)
 
 
 # ---------------------------------------------------------------- browser
@@ -343,9 +460,24 @@ def test_history_index_and_snapshot_listing_page_what_the_full_reads_return(worl
 
 
 def test_cli_serves_no_public_address_without_tokens(migrated):
-    from procs import env, run_cli  # test helpers beside this file
+    from click.testing import CliRunner
+    from procs import env  # test helpers beside this file
 
-    done = run_cli("ui", "--host", "0.0.0.0", "--tenant", "nobody", environ=env(migrated))
-    assert done.returncode == 1
+    from graphmem.cli import main
+
+    done = CliRunner().invoke(main, ["ui", "--host", "0.0.0.0", "--tenant", "nobody"], env=env(migrated))
+    assert done.exit_code == 1
     assert done.stderr == ("graphmem: error: --tokens: 0.0.0.0 is not a loopback address: serving it needs a "
                            "tokens file (each bearer token maps to one scope)\n")
+
+
+@pytest.mark.parametrize("scoping", [("--tenant", "t"), ("--scope", "user=u")])
+def test_cli_refuses_a_scope_beside_tokens(tmp_path, scoping):
+    from click.testing import CliRunner
+
+    from graphmem.cli import main
+
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text("")
+    done = CliRunner().invoke(main, ["ui", "--tokens", str(tokens), *scoping])
+    assert done.exit_code == 2 and "with --tokens each token's scope is read" in done.output

@@ -81,8 +81,9 @@ def _when(value: dt.datetime | None, ms: bool = False) -> str:
     return (text[:-3] if ms else text) + "Z"
 
 
-def _url(path: str, **params: Any) -> str:
-    """``path`` with the given query parameters, leaving out the empty ones."""
+def _url(path: str, /, **params: Any) -> str:
+    """``path`` with the given query parameters, leaving out the empty ones (``path`` is
+    positional only: the templates pass a request's own parameters, which may name one)."""
     kept = {k: v for k, v in params.items() if v not in (None, "", ())}
     return f"{path}?{urlencode(kept, doseq=True)}" if kept else path
 
@@ -96,9 +97,10 @@ def templates() -> Jinja2Templates:
 
 
 def build_app(memory: Memory, *, scope: Scope | None = None, tokens: Mapping[str, Caller] | None = None,
-              hosts: tuple[str, ...] | None = None) -> Starlette:
+              hosts: tuple[str, ...] | None = None, secure: bool = False) -> Starlette:
     """The app on ``memory``: one fixed ``scope``, or ``tokens`` (hash -> caller); with
-    ``hosts``, requests naming any other Host are refused (400)."""
+    ``hosts``, requests naming any other Host are refused (400); with ``secure``, the
+    token cookie is sent over HTTPS only (served off loopback, behind TLS)."""
     gate, views = Gate(scope, tokens), templates()
 
     def render(request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
@@ -108,7 +110,7 @@ def build_app(memory: Memory, *, scope: Scope | None = None, tokens: Mapping[str
     def route(path: str, page: Callable[..., pages.Page]) -> Route:
         def endpoint(request: Request) -> Response:  # sync: Starlette runs it in a thread
             if gate.tokens and "token" in request.query_params:
-                return _login(request, gate)
+                return _login(request, gate, secure)
             name, context = page(memory, gate.scope(request), pages.Params(request.query_params))
             return render(request, name, context)
         return Route(path, endpoint, methods=["GET"], name=page.__name__)
@@ -133,27 +135,40 @@ def build_app(memory: Memory, *, scope: Scope | None = None, tokens: Mapping[str
                             NotFoundError: failed(404, "not found"), Exception: failed(500, "server error")})
 
 
-def _login(request: Request, gate: Gate) -> Response:
+def _login(request: Request, gate: Gate, secure: bool) -> Response:
     """``?token=``: a known token becomes a cookie, and the address loses it."""
     token = request.query_params["token"]
     if gate.known(token) is None:
         raise ScopeError("token", "not a token this server knows")
     rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
     response = RedirectResponse(f"{request.url.path}?{urlencode(rest)}" if rest else request.url.path, 303)
-    response.set_cookie(COOKIE, token, httponly=True, samesite="strict", secure=request.url.scheme == "https")
+    # Lax, not Strict: a shared link opened from elsewhere must carry the cookie; the app
+    # only reads (GET), so a cross-site request can change nothing
+    response.set_cookie(COOKIE, token, httponly=True, samesite="lax",
+                        secure=secure or request.url.scheme == "https")
     return response
+
+
+def allowed_hosts(host: str) -> tuple[str, ...] | None:
+    """The Host names a server bound to ``host`` answers: on loopback its loopback names and
+    the bound address itself (``127.0.0.2``, ``[::1]``); off loopback any (the tokens decide)."""
+    if not loopback(host):
+        return None
+    return tuple(dict.fromkeys((*LOOPBACK_HOSTS, f"[{host}]" if ":" in host else host)))
 
 
 def serve(memory: Memory, *, scope: Scope, tokens: Path | None, host: str = "127.0.0.1",
           port: int = 8765) -> None:
-    """Run the view until the process ends: ``scope`` on loopback, or each token's scope."""
+    """Run the view until the process ends: ``scope`` on loopback, or each token's scope.
+    Off loopback the token cookie is marked Secure: terminate TLS in front (a reverse
+    proxy), since this server speaks plain HTTP."""
     import uvicorn
 
     if tokens is None and not loopback(host):
         raise InputError("--tokens", f"{host} is not a loopback address: serving it needs a tokens file "
                                      "(each bearer token maps to one scope)")
     app = build_app(memory, scope=None if tokens else scope, tokens=load_tokens(tokens) if tokens else None,
-                    hosts=LOOPBACK_HOSTS if loopback(host) else None)
+                    hosts=allowed_hosts(host), secure=not loopback(host))
     display = f"[{host}]" if ":" in host else host
     serving = "a scope per token" if tokens else f"tenant {scope.tenant}"
     print(f"graphmem ui on http://{display}:{port}/ ({serving})", flush=True)

@@ -1,7 +1,9 @@
-"""The pages: each checks its query parameters (a bad one is named, before any query),
-calls the public :class:`~graphmem.Memory` API in the server's scope and returns a
-template name with what it shows. No read rule lives here: an answer is what
-``as_of`` / ``screen`` / ``search`` returned; lists are cut into pages after the call.
+"""The pages: each checks its query parameters (a bad one is named before any query;
+only ``page`` is checked after the read that counts the rows), calls the public
+:class:`~graphmem.Memory` API in the server's scope and returns a template name with
+what it shows. No read rule lives here: an answer is what ``as_of`` / ``screen`` /
+``search`` returned; lists are cut into pages after the call, except a key's and a
+lineage's versions, of which only the page shown is read.
 """
 
 from __future__ import annotations
@@ -90,9 +92,10 @@ def _window(rows: Sequence[Any], page: int, size: int) -> Sequence[Any]:
 
 
 def number(value: Any) -> str:
-    """A value as an analyst reads it: thousands separated, exact."""
+    """A value as an analyst reads it: thousands separated, exact, never in exponent
+    notation (``str(Decimal)`` would show 1E-7)."""
     if isinstance(value, Decimal):
-        return f"{value:,f}" if value == value.to_integral_value() or abs(value) >= 1000 else str(value)
+        return f"{value:,f}"
     return "" if value is None else str(value)
 
 
@@ -204,17 +207,23 @@ def source(memory: Memory, scope: Scope, p: Params) -> Page:
 
 
 def lineage(memory: Memory, scope: Scope, p: Params) -> Page:
+    """A version's lineage graph, and its fact versions listed a page at a time in drawing
+    order: only the versions listed or drawn are read."""
     version_id = p.text("version", required=True)
     direction = p.choice("direction", ("upstream", "downstream"), "upstream")
     depth = p.number("depth", None, 0, limits.DEPTH)
     graph = memory.lineage(scope, version_id, direction or "upstream", depth)
-    ids = [n[2:] for n, kind in graph.nodes(data="kind") if kind == "fact"][:limits.IDS_PER_CALL]
-    found = {v.version_id: v for v in memory.versions(scope, ids)}
+    facts = [n for n in plot.in_order(graph) if graph.nodes[n].get("kind") == "fact"]
+    page, pages = p.page(len(facts), ROWS_PER_PAGE)
+    listed = [n[2:] for n in _window(facts, page, ROWS_PER_PAGE)]
+    drawn = [n[2:] for n in facts[:plot.MAX_NODES]]
+    found = {v.version_id: v for v in memory.versions(scope, list(dict.fromkeys([version_id, *listed, *drawn])))}
     for v in found.values():
         graph.nodes[f"f:{v.version_id}"]["value"] = f"{number(v.value)} {v.unit}"
-    drawn = plot.graph_plot(graph, {f"f:{version_id}": "origin"})
-    return "lineage.html", {"version": found.get(version_id), "found": found, "drawing": drawn,
-                            "direction": direction, "count": graph.number_of_nodes()}
+    return "lineage.html", {"version": found.get(version_id), "listed": [found[i] for i in listed if i in found],
+                            "drawing": plot.graph_plot(graph, {f"f:{version_id}": "origin"}),
+                            "direction": direction, "count": graph.number_of_nodes(), "facts": len(facts),
+                            "page": page, "pages": pages}
 
 
 # ---------------------------------------------------------------- 5 a screen

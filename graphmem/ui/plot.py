@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import datetime as dt
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 
 import networkx as nx
 
@@ -150,18 +151,25 @@ def _lines(node: str, kind: str, data: dict) -> tuple[str, str]:
     return f"source ({data.get('source_kind') or 'document'})", node[2:]
 
 
+def _placed(graph: nx.DiGraph) -> Iterator[tuple[str, tuple[float, float]]]:
+    """Every node with its place, layer by layer (the order the drawing keeps)."""
+    layers = [sorted(layer) for layer in nx.topological_generations(graph)] if graph else []
+    for i, layer in enumerate(layers):
+        for j, node in enumerate(layer):
+            yield node, (i * (NODE_W + GAP_X), j * (NODE_H + GAP_Y))
+
+
+def in_order(graph: nx.DiGraph) -> list[str]:
+    """The nodes in drawing order: the first ``MAX_NODES`` are the ones drawn."""
+    return [node for node, _ in _placed(graph)]
+
+
 def graph_plot(graph: nx.DiGraph, marks: dict[str, str] | None = None) -> GraphPlot:
     """``graph`` (edges from input to output) in layers, left to right: each node in
     the first layer after all its inputs. At most ``MAX_NODES`` nodes, the nearest
     layers first; the rest are counted, not drawn."""
     marks = marks or {}
-    layers = [sorted(layer) for layer in nx.topological_generations(graph)] if graph else []
-    shown: dict[str, tuple[float, float]] = {}
-    for i, layer in enumerate(layers):
-        for j, node in enumerate(layer):
-            if len(shown) == MAX_NODES:
-                break
-            shown[node] = (i * (NODE_W + GAP_X), j * (NODE_H + GAP_Y))
+    shown = dict(islice(_placed(graph), MAX_NODES))
     plot = GraphPlot(hidden=graph.number_of_nodes() - len(shown))
     for node, (x, y) in shown.items():
         data = graph.nodes[node]
