@@ -104,6 +104,7 @@ from .models import (
 )
 from .values import epoch, from_micros
 
+MODES = ("text", "semantic", "hybrid")
 # The order the filters run in (search.hits, then fact.read), for explain.
 FILTERS = ("type", "entity", "task", "known_at", "erased", "candidate", "cutoff",
            "invalidated", "retracted", "evidence", "outranked", "superseded")
@@ -173,9 +174,15 @@ def lucene(scope: Scope, text: str | None, match: str, entity: str | None) -> st
 
 def make_query(scope: Scope, *, text: str | None, match: str, types: Any, entity: str | None,
                task_id: str | None, cutoff: dt.datetime | None, known_at: dt.datetime | None,
-               require: Require | None, limit: int) -> dict[str, Any]:
+               require: Require | None, limit: int, mode: str = "text",
+               embedder: str | None = None) -> dict[str, Any]:
     """Check a search's arguments before any query; the fields of its SearchQuery."""
     limits.check_text("text", text, limits.SEARCH_TEXT_BYTES, optional=True)
+    if mode not in MODES:
+        raise InputError("mode", f"must be one of {', '.join(MODES)}; got {mode!r}")
+    if mode != "text" and (text is None or embedder is None):
+        raise InputError("mode", f"{mode} search needs a text and an embedder "
+                                 "(Memory(embedder=...) or search(embedder=...))")
     if match not in ("all", "any"):
         raise InputError("match", "must be 'all' or 'any'")
     types = tuple(MEMORY_TYPES if types is None else ([types] if isinstance(types, str)
@@ -190,7 +197,8 @@ def make_query(scope: Scope, *, text: str | None, match: str, types: Any, entity
         raise InputError("require", "a graphmem.Require is required")
     return {"text": text, "match": match, "lucene": lucene(scope, text, match, entity),
             "types": types, "entity": entity, "task_id": task_id, "cutoff": cutoff,
-            "known_at": known_at, "require": require, "limit": limit}
+            "known_at": known_at, "require": require, "limit": limit, "mode": mode,
+            "embedder": embedder if mode != "text" else None}
 
 
 @dataclass
@@ -402,15 +410,21 @@ def search(tx: Tx, scope: Scope, q: dict[str, Any]) -> SearchResult:
 
 
 def _search_hit(h: _Hit, position: int, best: float, cutoff: dt.datetime,
-                details: dict[str, Any]) -> SearchHit:
+                details: dict[str, Any], **meaning: Any) -> SearchHit:
+    """A ranked hit as returned; ``meaning``: a semantic or hybrid search's Rank fields
+    (semantic_score, fused_score, identifiers; see graphmem/retrieval/rank.py)."""
     authority: Authority | None = authority_of(h.authority) if h.authority else None
     norm = h.score / best if best else 0.0
     days = (cutoff.timestamp() * 1000 - h.available_ms) / 86_400_000
     why = (f"#{position}: authority {authority.value if authority else 'none'} (tier "
-           f"{h.authority}), text score {h.score:.3f} = {norm:.2f} of the best match, available "
+           f"{h.authority}), "
+           + (f"{meaning['identifiers']} of the query's identifiers, " if meaning.get("identifiers") else "")
+           + (f"fused score {meaning['fused_score']:.3f} (semantic {meaning['semantic_score']:.3f}), "
+              if meaning else "")
+           + f"text score {h.score:.3f} = {norm:.2f} of the best match, available "
            f"{days:.1f} days before the cutoff")
     rank = Rank(position=position, authority=authority, text_score=h.score, text_norm=norm,
-                recency_days=days, why=why)
+                recency_days=days, why=why, **meaning)
     if h.type == "fact":
         assert h.answer is not None
         shown = [h.answer.version] if h.answer.version else list(h.answer.candidates)
