@@ -85,13 +85,13 @@ RETURN count(n) AS stored
 // The cosine similarity of each named memory's vector with $vector, in [0, 1] (Neo4j's
 // vector.similarity.cosine: (1 + cos) / 2); a memory with several vectors takes its
 // best. `ready` is false for a memory with no vector by $name yet (the caller embeds
-// it and asks again for those); an empty vector list (indexed with no fields) scores 0.
+// it); an empty vector list (a LangGraph item put with index=False) has no similarity.
 // include: retrieval.nodes
 WITH n, n.embedder = $name AND n.embedding IS NOT NULL AS ready
 RETURN coalesce(n.version_id, n.memory_id) AS id, ready,
-       CASE WHEN ready THEN reduce(best = 0.0, s IN [i IN range(0, size(n.embedding) / $dims - 1) |
+       reduce(best = null, s IN [i IN range(0, CASE WHEN ready THEN size(n.embedding) / $dims ELSE 0 END - 1) |
               coalesce(vector.similarity.cosine(n.embedding[i * $dims..(i + 1) * $dims], $vector), 0.0)] |
-              CASE WHEN s > best THEN s ELSE best END) END AS similarity
+              CASE WHEN best IS NULL OR s > best THEN s ELSE best END) AS similarity
 
 // name: retrieval.text_scores
 // Full-text scores of the scope's memories for a query (the scope token is in $lucene):

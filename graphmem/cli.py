@@ -185,7 +185,8 @@ def _connect(start: bool = False) -> Memory:
         st = srv.start(cfg)
     password = os.environ.get("GRAPHMEM_NEO4J_PASSWORD")  # as `server start` used it
     auth = (os.environ.get("GRAPHMEM_NEO4J_USER", "neo4j"), password) if password else None
-    return Memory.connect(st.uri or cfg.uri, auth, retry=retry, timeouts=timeouts)
+    return Memory.connect(st.uri or cfg.uri, auth, retry=retry, timeouts=timeouts,
+                          embedder=os.environ.get("GRAPHMEM_EMBEDDER") or None)
 
 
 def _scope(tenant: str, keys: tuple[str, ...]) -> Scope:

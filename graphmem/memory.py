@@ -196,7 +196,8 @@ class Memory:
     def from_env(cls, **options: Any) -> Memory:
         """Connect with ``GRAPHMEM_NEO4J_URI`` / ``_USER`` / ``_PASSWORD`` / ``_DATABASE``;
         the retry policy and timeouts, unless given, from ``GRAPHMEM_RETRY_ATTEMPTS`` /
-        ``_RETRY_SECONDS`` / ``_WRITE_TIMEOUT`` / ``_READ_TIMEOUT`` (defaults where unset)."""
+        ``_RETRY_SECONDS`` / ``_WRITE_TIMEOUT`` / ``_READ_TIMEOUT`` (defaults where unset),
+        and the embedder from ``GRAPHMEM_EMBEDDER`` (a spec: graphmem/retrieval/embedders.py)."""
         uri = os.environ.get("GRAPHMEM_NEO4J_URI")
         if not uri:
             raise InputError("GRAPHMEM_NEO4J_URI", "not set; e.g. bolt://127.0.0.1:7687")
@@ -204,6 +205,7 @@ class Memory:
         auth = (os.environ.get("GRAPHMEM_NEO4J_USER", "neo4j"), password) if password else None
         options.setdefault("retry", RetryPolicy.from_env())
         options.setdefault("timeouts", Timeouts.from_env())
+        options.setdefault("embedder", os.environ.get("GRAPHMEM_EMBEDDER") or None)
         return cls.connect(uri, auth, os.environ.get("GRAPHMEM_NEO4J_DATABASE") or None, **options)
 
     def close(self) -> None:

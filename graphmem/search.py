@@ -172,6 +172,14 @@ def lucene(scope: Scope, text: str | None, match: str, entity: str | None) -> st
     return " ".join(parts)
 
 
+def query_lucene(scope: Scope, text: str | None, match: str, entity: str | None,
+                 mode: str = "text") -> str:
+    """A search's Lucene query, recorded with it: the text's for a text search; for a
+    semantic or hybrid one, the scope alone (every memory of the scope is a candidate
+    and the filters decide which are legal: graphmem/retrieval/rank.py)."""
+    return lucene(scope, text if mode == "text" else None, match, entity)
+
+
 def make_query(scope: Scope, *, text: str | None, match: str, types: Any, entity: str | None,
                task_id: str | None, cutoff: dt.datetime | None, known_at: dt.datetime | None,
                require: Require | None, limit: int, mode: str = "text",
@@ -195,7 +203,7 @@ def make_query(scope: Scope, *, text: str | None, match: str, types: Any, entity
     limits.check_id("task_id", task_id, optional=True)
     if require is not None and not isinstance(require, Require):
         raise InputError("require", "a graphmem.Require is required")
-    return {"text": text, "match": match, "lucene": lucene(scope, text, match, entity),
+    return {"text": text, "match": match, "lucene": query_lucene(scope, text, match, entity, mode),
             "types": types, "entity": entity, "task_id": task_id, "cutoff": cutoff,
             "known_at": known_at, "require": require, "limit": limit, "mode": mode,
             "embedder": embedder if mode != "text" else None}
@@ -419,7 +427,7 @@ def _search_hit(h: _Hit, position: int, best: float, cutoff: dt.datetime,
     why = (f"#{position}: authority {authority.value if authority else 'none'} (tier "
            f"{h.authority}), "
            + (f"{meaning['identifiers']} of the query's identifiers, " if meaning.get("identifiers") else "")
-           + (f"fused score {meaning['fused_score']:.3f} (semantic {meaning['semantic_score']:.3f}), "
+           + (f"fused score {meaning['fused_score']:.3f} (semantic {meaning['semantic_score'] or 0:.3f}), "
               if meaning else "")
            + f"text score {h.score:.3f} = {norm:.2f} of the best match, available "
            f"{days:.1f} days before the cutoff")

@@ -53,8 +53,8 @@ RANKING = {
 def legal(tx: Tx, scope: Scope, q: dict[str, Any]) -> search.Evaluation:
     """Every memory of the scope that passes the search's hard filters (search.hits with
     no text, every hit evaluated)."""
-    return search.evaluate(tx, scope, {**q, "lucene": search.lucene(scope, None, "any", q["entity"])},
-                           exhaustive=True)
+    assert q["lucene"] == search.query_lucene(scope, None, "any", q["entity"])
+    return search.evaluate(tx, scope, q, exhaustive=True)
 
 
 def _identifiers(text: str) -> list[str]:
@@ -86,19 +86,20 @@ def _scope(scope: Scope) -> dict[str, str]:
     return {"tenant": scope.tenant, "scope": scope.id}
 
 
-def _cosine01(a: list[float], b: list[float], dims: int) -> float:
-    """Neo4j's vector.similarity.cosine for a fresh vector: (1 + cos) / 2, best part."""
-    best = 0.0
+def _cosine01(a: list[float], b: list[float], dims: int) -> float | None:
+    """Neo4j's vector.similarity.cosine for a fresh vector: (1 + cos) / 2, best part
+    (as retrieval.similarity: None for no vector, 0 for a zero one)."""
+    best = None
     for i in range(0, len(a), dims):
         part = a[i:i + dims]
         na, nb = math.sqrt(sum(x * x for x in part)), math.sqrt(sum(x * x for x in b))
-        if na and nb:
-            best = max(best, (1 + sum(x * y for x, y in zip(part, b, strict=True)) / (na * nb)) / 2)
+        s = (1 + sum(x * y for x, y in zip(part, b, strict=True)) / (na * nb)) / 2 if na and nb else 0.0
+        best = s if best is None else max(best, s)
     return best
 
 
 def similarity(memory: Any, scope: Scope, hits: list[search._Hit], vector: list[float],
-               embedder: Embedder) -> dict[str, float]:
+               embedder: Embedder) -> dict[str, float | None]:
     """Each legal hit's similarity to the query; embeds and stores the ones not embedded."""
     ids = [(h.memory_id, h.type == "fact") for h in hits]
     rows = memory.db.read(lambda tx: tx.run(
@@ -115,18 +116,18 @@ def similarity(memory: Any, scope: Scope, hits: list[search._Hit], vector: list[
     return sims
 
 
-def _minmax(values: dict[str, float], ids: list[str]) -> dict[str, float]:
-    got = [values.get(i, 0.0) for i in ids]
-    low, high = min(got, default=0.0), max(got, default=0.0)
-    return {i: (values.get(i, 0.0) - low) / (high - low) if high > low else 0.0 for i in ids}
+def _minmax(values: dict[str, Any], ids: list[str]) -> dict[str, float]:
+    got = {i: values.get(i) or 0.0 for i in ids}
+    low, high = min(got.values(), default=0.0), max(got.values(), default=0.0)
+    return {i: (v - low) / (high - low) if high > low else 0.0 for i, v in got.items()}
 
 
-def fuse(mode: str, text: dict[str, float], sims: dict[str, float], ids: list[str]
+def fuse(mode: str, text: dict[str, float], sims: dict[str, Any], ids: list[str]
          ) -> dict[str, float]:
     """The fused score of each id: similarity (semantic), or the weighted sum of both
     min-max-normalised over the legal candidates (hybrid)."""
     if mode == "semantic":
-        return {i: sims.get(i, 0.0) for i in ids}
+        return {i: sims.get(i) or 0.0 for i in ids}
     t, s = _minmax(text, ids), _minmax(sims, ids)
     return {i: TEXT_WEIGHT * t[i] + (1 - TEXT_WEIGHT) * s[i] for i in ids}
 
@@ -156,17 +157,15 @@ def run(memory: Any, scope: Scope, q: dict[str, Any], embedder: Embedder,
     details = _details(memory, scope, ev, top)
     best = max(text.values(), default=0.0)
     hits = tuple(search._search_hit(h, position, best, ev.query.cutoff, details,
-                                    semantic_score=sims.get(h.memory_id, 0.0),
+                                    semantic_score=sims.get(h.memory_id),
                                     fused_score=fused[h.memory_id],
                                     identifiers=idents.get(h.memory_id, 0))
                  for position, h in enumerate(top, 1))
     explain = SearchExplain(matched=ev.matched, removed=ev.counts(), kept=len(ranked),
                             returned=len(hits), below_limit=len(ranked) - len(hits),
                             ranking=RANKING[q["mode"]], embedding_ms=round(embedding_ms, 3))
-    # the query as asked (its text's Lucene query, which names the scope: build_context
-    # checks it), with the effective times of the legal set's read
     return SearchResult(status="found" if hits else "not_found", hits=hits, explain=explain,
-                        query=ev.query.model_copy(update={"lucene": q["lucene"]}))
+                        query=ev.query)
 
 
 def _details(memory: Any, scope: Scope, ev: search.Evaluation, top: list[search._Hit]
