@@ -7,6 +7,7 @@ re-embedding resumes, and MCP and context snapshots carry the mode."""
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import math
 import uuid
 from decimal import Decimal
@@ -101,7 +102,7 @@ def test_every_hit_is_legal_and_ranked_exactly(mem, srcs, rows, exps, tasks, inv
         assert h.rank.semantic_score == pytest.approx(cosine01(stored[h.memory_id], q), abs=1e-6)
     keys = [(-(h.rank.authority.rank if h.rank.authority else 0), -h.rank.identifiers, -h.rank.fused_score)
             for h in found.hits]
-    assert all(a[:2] < b[:2] or a[:2] == b[:2] and a[2] <= b[2] + 1e-9 for a, b in zip(keys, keys[1:]))
+    assert all(a[:2] < b[:2] or a[:2] == b[:2] and a[2] <= b[2] + 1e-9 for a, b in itertools.pairwise(keys))
     if mode == "semantic":
         assert all(h.rank.fused_score == h.rank.semantic_score for h in found.hits)
 
