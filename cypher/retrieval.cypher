@@ -84,13 +84,15 @@ RETURN count(n) AS stored
 // name: retrieval.similarity
 // The cosine similarity of each named memory's vector with $vector, in [0, 1] (Neo4j's
 // vector.similarity.cosine: (1 + cos) / 2); a memory with several vectors takes its
-// best. `ready` is false for a memory with no vector by $name yet (the caller embeds
+// best ($zero: the query's vector is all zeros). `ready` is false for a memory with no vector by $name yet (the caller embeds
 // it); an empty vector list (a LangGraph item put with index=False) has no similarity.
 // include: retrieval.nodes
 WITH n, n.embedder = $name AND n.embedding IS NOT NULL AS ready
 RETURN coalesce(n.version_id, n.memory_id) AS id, ready,
-       reduce(best = null, s IN [i IN range(0, CASE WHEN ready THEN size(n.embedding) / $dims ELSE 0 END - 1) |
-              coalesce(vector.similarity.cosine(n.embedding[i * $dims..(i + 1) * $dims], $vector), 0.0)] |
+       reduce(best = null, s IN [p IN [i IN range(0, CASE WHEN ready THEN size(n.embedding) / $dims ELSE 0 END - 1) |
+                                        n.embedding[i * $dims..(i + 1) * $dims]] |
+              // a zero vector (an empty text) is orthogonal to everything: cos 0
+              CASE WHEN $zero OR all(x IN p WHERE x = 0.0) THEN 0.5 ELSE vector.similarity.cosine(p, $vector) END] |
               CASE WHEN best IS NULL OR s > best THEN s ELSE best END) AS similarity
 
 // name: retrieval.text_scores

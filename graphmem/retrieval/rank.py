@@ -88,12 +88,12 @@ def _scope(scope: Scope) -> dict[str, str]:
 
 def _cosine01(a: list[float], b: list[float], dims: int) -> float | None:
     """Neo4j's vector.similarity.cosine for a fresh vector: (1 + cos) / 2, best part
-    (as retrieval.similarity: None for no vector, 0 for a zero one)."""
+    (as retrieval.similarity: None for no vector, 0.5 - orthogonal - for a zero one)."""
     best = None
     for i in range(0, len(a), dims):
         part = a[i:i + dims]
         na, nb = math.sqrt(sum(x * x for x in part)), math.sqrt(sum(x * x for x in b))
-        s = (1 + sum(x * y for x, y in zip(part, b, strict=True)) / (na * nb)) / 2 if na and nb else 0.0
+        s = (1 + sum(x * y for x, y in zip(part, b, strict=True)) / (na * nb)) / 2 if na and nb else 0.5
         best = s if best is None else max(best, s)
     return best
 
@@ -104,7 +104,7 @@ def similarity(memory: Any, scope: Scope, hits: list[search._Hit], vector: list[
     ids = [(h.memory_id, h.type == "fact") for h in hits]
     rows = memory.db.read(lambda tx: tx.run(
         "retrieval.similarity", facts=[i for i, f in ids if f], memories=[i for i, f in ids if not f],
-        vector=vector, name=embedder.name, dims=embedder.dims, **_scope(scope)), "retrieval.similarity")
+        vector=vector, zero=not any(vector), name=embedder.name, dims=embedder.dims, **_scope(scope)), "retrieval.similarity")
     sims = {r["id"]: r["similarity"] for r in rows if r["ready"]}
     todo = [(r["id"], r["id"] in {i for i, f in ids if f}) for r in rows if not r["ready"]]
     if todo:
