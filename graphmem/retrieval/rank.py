@@ -102,11 +102,12 @@ def similarity(memory: Any, scope: Scope, hits: list[search._Hit], vector: list[
                embedder: Embedder) -> dict[str, float | None]:
     """Each legal hit's similarity to the query; embeds and stores the ones not embedded."""
     ids = [(h.memory_id, h.type == "fact") for h in hits]
-    rows = memory.db.read(lambda tx: tx.run(
-        "retrieval.similarity", facts=[i for i, f in ids if f], memories=[i for i, f in ids if not f],
-        vector=vector, zero=not any(vector), name=embedder.name, dims=embedder.dims, **_scope(scope)), "retrieval.similarity")
+    fact_ids = {i for i, f in ids if f}
+    rows = memory.db.read_all(
+        "retrieval.similarity", facts=list(fact_ids), memories=[i for i, f in ids if not f],
+        vector=vector, zero=not any(vector), name=embedder.name, dims=embedder.dims, **_scope(scope))
     sims = {r["id"]: r["similarity"] for r in rows if r["ready"]}
-    todo = [(r["id"], r["id"] in {i for i, f in ids if f}) for r in rows if not r["ready"]]
+    todo = [(r["id"], r["id"] in fact_ids) for r in rows if not r["ready"]]
     if todo:
         found = memory.db.read(lambda tx: texts(tx, scope, todo), "retrieval.texts")
         fresh = embed_rows(lambda work: memory.write(scope, "retrieval.set_vectors",
