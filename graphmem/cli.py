@@ -701,3 +701,8 @@ def mcp(transport: str, host: str, port: int, tokens: Path | None, actor: str, r
         if not read_only:  # a read-only deployment may connect as a user that cannot migrate
             memory.migrate()
         serve(memory, access, grants, transport=transport, host=host, port=port)
+
+
+from .eval.commands import register  # noqa: E402 - graphmem embed, graphmem eval
+
+register(main)

@@ -345,6 +345,13 @@ class GraphmemStore(BaseStore):
     def _entity(namespace: tuple[str, ...]) -> str:
         return ENTITY_PREFIX + ".".join(namespace)
 
+    entity_of = _entity  # the entity a namespace's items are facts about
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder made from ``index`` (None without one)."""
+        return self._embedder
+
     # ------------------------------------------------------------ BaseStore
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
