@@ -267,7 +267,7 @@ def run(memory: Any, embedder: Any = None) -> dict[str, Any]:
             rows.append({"layer": layer, "group": name, "status": status, "rungs": list(rungs(embedder)),
                          "checks": [{"check": c, "ok": ok} for c, ok in w.checks] if not skipped else [],
                          "note": skipped})
-    return {"embedder": embedder.name if embedder else None, "groups": rows,
+    return {"tenant": tenant, "embedder": embedder.name if embedder else None, "groups": rows,
             "ok": all(r["status"] != "fail" for r in rows)}
 
 

@@ -98,7 +98,7 @@ def run(memory: Any, path: Path, embedder: Any = None, limit: int = 10) -> dict[
                     ranked, ms, emb_ms = _ask(memory, scope, store, ns, question, rung, limit)
                     tallies[rung].add([category], ranked, evidence, ms=ms, embedding_ms=emb_ms)
     loaded["load_ms"] = round(loaded["load_ms"], 1)
-    return {"loaded": loaded, "embedder": embedder.name if embedder else None,
+    return {"tenant": tenant, "loaded": loaded, "embedder": embedder.name if embedder else None,
             "rungs": {r: t.summary() for r, t in tallies.items()}}
 
 
