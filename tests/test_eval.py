@@ -10,7 +10,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from graphmem import Memory, Scope, TaskStateIn
+from graphmem import Memory, TaskStateIn
 from graphmem.cli import main
 
 
