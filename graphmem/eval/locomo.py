@@ -70,39 +70,53 @@ def questions(conv: dict[str, Any]) -> list[tuple[str, set[str], str]]:
     return out
 
 
-def run(memory: Any, path: Path, embedder: Any = None, limit: int = 10) -> dict[str, Any]:
-    """The ladder on every conversation under ``path``: a summary per rung."""
+def load(store: Any, path: Path, loaded: dict[str, Any]) -> Iterator[tuple[tuple[str, ...], list[Any]]]:
+    """Put every conversation under ``path`` into its own namespace of ``store``, one at a
+    time; (namespace, its questions) for each, counts and load time added to ``loaded``."""
     from langgraph.store.base import PutOp
 
+    for name, conv in conversations(path):
+        ns = ("locomo", re.sub(r"[^\w-]", "_", name))
+        items = turns(conv)
+        for start in range(0, len(items), BATCH):
+            _, ms = score.timed(store.batch, [PutOp(ns, dia, value) for dia, value in items[start:start + BATCH]])
+            loaded["load_ms"] = round(loaded.get("load_ms", 0.0) + ms, 1)
+        loaded["conversations"] = loaded.get("conversations", 0) + 1
+        loaded["turns"] = loaded.get("turns", 0) + len(items)
+        yield ns, questions(conv)
+
+
+def store_for(memory: Any, tenant: str, embedder: Any) -> Any:
+    """A LangGraph store of the tenant, indexing each turn's text with the embedder."""
     from ..integrations.langgraph import GraphmemStore
 
+    if embedder is None:
+        return GraphmemStore(memory, tenant=tenant)
+    if embedder.dims is None:
+        embedder.query("dimension probe")
+    return GraphmemStore(memory, tenant=tenant, index={
+        "dims": embedder.dims, "embed": embedder.documents, "fields": ["text"], "name": embedder.name})
+
+
+def run(memory: Any, path: Path, embedder: Any = None, limit: int = 10) -> dict[str, Any]:
+    """The ladder on every conversation under ``path``: a summary per rung."""
     offered = rungs(embedder)
     tallies = {r: score.Tally() for r in offered}
-    loaded = {"conversations": 0, "turns": 0, "questions": 0, "load_ms": 0.0}
+    loaded: dict[str, Any] = {"questions": 0}
     with throwaway(memory, "locomo") as tenant:
-        index = ({"dims": embedder.dims, "embed": embedder.documents, "fields": ["text"],
-                  "name": embedder.name} if embedder else None)
-        store = GraphmemStore(memory, tenant=tenant, index=index)
-        for name, conv in conversations(path):
-            ns = ("locomo", re.sub(r"[^\w-]", "_", name))
-            items = turns(conv)
-            for start in range(0, len(items), BATCH):
-                _, ms = score.timed(store.batch, [PutOp(ns, dia, value) for dia, value in items[start:start + BATCH]])
-                loaded["load_ms"] += ms
-            loaded["conversations"] += 1
-            loaded["turns"] += len(items)
+        store = store_for(memory, tenant, embedder)
+        for ns, qs in load(store, path, loaded):
             scope = store.scope_of(ns)
-            for question, evidence, category in questions(conv):
+            for question, evidence, category in qs:
                 loaded["questions"] += 1
                 for rung in offered:
-                    ranked, ms, emb_ms = _ask(memory, scope, store, ns, question, rung, limit)
+                    ranked, ms, emb_ms = ask(memory, scope, store, ns, question, rung, limit)
                     tallies[rung].add([category], ranked, evidence, ms=ms, embedding_ms=emb_ms)
-    loaded["load_ms"] = round(loaded["load_ms"], 1)
     return {"tenant": tenant, "loaded": loaded, "embedder": embedder.name if embedder else None,
             "rungs": {r: t.summary() for r, t in tallies.items()}}
 
 
-def _ask(memory: Any, scope: Any, store: Any, ns: tuple[str, ...], question: str, rung: str,
+def ask(memory: Any, scope: Any, store: Any, ns: tuple[str, ...], question: str, rung: str,
          limit: int) -> tuple[list[str], float, float | None]:
     """The dia_ids a rung returns for a question, its latency, its embedding time."""
     try:

@@ -144,9 +144,15 @@ class ToyEmbedder:
 
 
 def _wordllama(model: str = "") -> Embedder:
-    from wordllama import WordLlama  # optional extra: graphmem[wordllama]
+    from pathlib import Path
 
-    wl = WordLlama.load(**({"config": model} if model else {}))
+    import wordllama  # optional extra: graphmem[wordllama]
+
+    # the wheel ships the weights and the tokenizer; pointing the cache at the package
+    # finds both (the package's own lookup misses its tokenizers folder) and never
+    # downloads anything
+    wl = wordllama.WordLlama.load(**({"config": model} if model else {}),
+                                  cache_dir=Path(wordllama.__file__).parent, disable_download=True)
     return Embedder(lambda texts: [list(map(float, v)) for v in wl.embed(texts, norm=True)],
                     name=f"wordllama:{model or 'l2_supercat'}")
 
