@@ -32,18 +32,14 @@ from graphmem.eval import locomo, score, throwaway  # noqa: E402
 from graphmem.retrieval import from_spec, rank  # noqa: E402
 
 
-def rrf(mode: str, text: dict[str, float], sims: dict[str, Any], ids: list[str]) -> dict[str, float]:
-    """Reciprocal-rank fusion of the text and similarity orders (k = 60), in place of the
-    weighted sum (measured against it here, not offered by the product)."""
-    if mode == "semantic":
-        return {i: sims.get(i) or 0.0 for i in ids}
-    out = dict.fromkeys(ids, 0.0)
-    for scores in (text, sims):
-        order = sorted(ids, key=lambda i: -(scores.get(i) or 0.0))
+def rrf(text: list[str], semantic: list[str], limit: int = 10, k: int = 60) -> list[str]:
+    """Reciprocal-rank fusion (k = 60) of the text and semantic rungs' orders over the same
+    legal candidates - measured against the weighted sum here, not offered by the product."""
+    fused: dict[str, float] = {}
+    for order in (text, semantic):
         for r, i in enumerate(order, 1):
-            if scores.get(i):
-                out[i] += 1 / (60 + r)
-    return out
+            fused[i] = fused.get(i, 0.0) + 1 / (k + r)
+    return sorted(fused, key=lambda i: -fused[i])[:limit]
 
 
 def main() -> None:
@@ -59,7 +55,6 @@ def main() -> None:
                                             **{f"hybrid w={w:g}": ("hybrid", w) for w in weights},
                                             "hybrid rrf": ("hybrid", "rrf")}
     tallies = {v: score.Tally() for v in variants}
-    weighted = rank.fuse
     loaded: dict[str, Any] = {"questions": 0}
     with Memory.connect(os.environ["GRAPHMEM_NEO4J_URI"]) as memory:
         memory.migrate()
@@ -71,10 +66,14 @@ def main() -> None:
                 for question, evidence, category in qs:
                     loaded["questions"] += 1
                     for name, (mode, how) in variants.items():
-                        rank.fuse = rrf if how == "rrf" else weighted
-                        if isinstance(how, float):
-                            rank.TEXT_WEIGHT = how
-                        ranked, ms, emb = locomo.ask(memory, scope, store, ns, question, mode, 10)
+                        if how == "rrf":
+                            (text, ms1, _), (sem, ms2, emb) = (
+                                locomo.ask(memory, scope, store, ns, question, m, 50) for m in ("text", "semantic"))
+                            ranked, ms = rrf(text, sem), ms1 + ms2
+                        else:
+                            if how is not None:
+                                rank.TEXT_WEIGHT = how
+                            ranked, ms, emb = locomo.ask(memory, scope, store, ns, question, mode, 10)
                         tallies[name].add([category], ranked, evidence, ms=ms, embedding_ms=emb)
     report = {"embedder": embedder.name, "loaded": loaded, "rungs": {v: t.summary() for v, t in tallies.items()}}
     print(json.dumps(loaded))

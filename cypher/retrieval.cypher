@@ -103,3 +103,35 @@ CALL db.index.fulltext.awaitEventuallyConsistentIndexRefresh()
 CALL db.index.fulltext.queryNodes('graphmem_search_text', $lucene) YIELD node AS n, score
 WHERE n.tenant = $tenant AND n.scope = $scope
 RETURN coalesce(n.version_id, n.memory_id, n.id) AS id, score
+
+// fragment: retrieval.rescore
+// `found` for search.hits: `matched_text` ([node, text score] for the memories a search's
+// Lucene query matched) as it is, for a text search ($meaning null); for a search by
+// meaning ($meaning: {name, dims, vector, zero, mode, w, text, idents}) the scope's
+// memories (the Lucene query is the scope alone) rescored: 2 x the query's identifiers
+// the memory holds ($meaning.idents by id) + the fused score in [0, 1] - the similarity
+// (semantic) or w x min-max(text score, $meaning.text by id) + (1 - w) x
+// min-max(similarity) over the scope's memories (hybrid). `unready`: [id, is a fact] of
+// the memories with no vector by $meaning.name yet (the caller embeds them, asks again).
+WITH matched_text WHERE $meaning IS NULL
+RETURN matched_text AS found, [] AS unready
+UNION
+WITH matched_text WHERE $meaning IS NOT NULL
+UNWIND matched_text AS hit
+WITH hit[0] AS n, coalesce(hit[0].version_id, hit[0].memory_id, hit[0].id) AS id
+WITH n, id, n.embedder = $meaning.name AND n.embedding IS NOT NULL AS ready
+WITH n, id, ready, coalesce($meaning.text[id], 0.0) AS t,
+     reduce(best = null, s IN [p IN [i IN range(0, CASE WHEN ready THEN size(n.embedding) / $meaning.dims ELSE 0 END - 1) |
+                                     n.embedding[i * $meaning.dims..(i + 1) * $meaning.dims]] |
+            CASE WHEN $meaning.zero OR all(x IN p WHERE x = 0.0) THEN 0.5
+                 ELSE vector.similarity.cosine(p, $meaning.vector) END] |
+            CASE WHEN best IS NULL OR s > best THEN s ELSE best END) AS sim
+WITH collect({n: n, id: id, ready: ready, t: t, sim: sim}) AS rows,
+     min(t) AS tmin, max(t) AS tmax, min(sim) AS smin, max(sim) AS smax
+RETURN [r IN rows | [r.n, 2.0 * coalesce($meaning.idents[r.id], 0) + CASE $meaning.mode
+          WHEN 'semantic' THEN coalesce(r.sim, 0.0)
+          ELSE $meaning.w * CASE WHEN tmax > tmin THEN (r.t - tmin) / (tmax - tmin) ELSE 0.0 END
+               + (1 - $meaning.w) * CASE WHEN smax > smin THEN (coalesce(r.sim, smin) - smin) / (smax - smin)
+                                         ELSE 0.0 END
+        END]] AS found,
+       [r IN rows WHERE NOT r.ready AND (r.n:Fact OR r.n:Memory) | [r.id, r.n:Fact]] AS unready

@@ -253,6 +253,9 @@ class Evaluation:
     unevaluated: int = 0
     # experiences and task states that can reach the page, by id (none for a trace)
     details: dict[str, Experience | TaskState] = field(default_factory=dict)
+    # a search by meaning: [id, is a fact] of the scope's memories not embedded yet
+    # (graphmem/retrieval embeds them and searches again)
+    unready: list[list[Any]] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return {f: self.reasons[f] for f in FILTERS if self.reasons[f]}
@@ -297,20 +300,22 @@ def _evaluate(tx: Tx, scope: Scope, q: dict[str, Any], *, lazy: bool,
         row = tx.one("search.hits", lucene=q["lucene"], types=list(q["types"]),
                      entity_uid=entity_uid, task_id=q["task_id"], cutoff=epoch(q["cutoff"]),
                      known_at=epoch(q["known_at"]), limit=None if exhaustive else limit, keys=keys,
-                     read=read, lazy=lazy, **req, **facts.scope_params(scope))
+                     read=read, lazy=lazy, meaning=q.get("meaning"), **req, **facts.scope_params(scope))
         assert row is not None  # the statement aggregates: always one row
         return row
 
     row = hits(None if exhaustive else _KEYS_PER_LIMIT * limit, True)
     known_at, cutoff = from_micros(row["known_at"]), from_micros(row["cutoff"])
-    query = SearchQuery(**{**q, "known_at": known_at, "cutoff": cutoff})
+    query = SearchQuery(**{**{f: q[f] for f in SearchQuery.model_fields if f in q},
+                           "known_at": known_at, "cutoff": cutoff})
     ev = Evaluation(query, row["matched"], row["best"] or 0.0,
                     Counter(r for r in row["reasons"] if r), dict(row["removed"]),
                     [_Hit(kind, memory_id, score, rank, available_ms, memory_id)
                      for memory_id, kind, score, available_ms, rank in row["memories"]],
                     unevaluated=row["skipped"] + row["fact_versions"],
                     details=governance.to_memories(row["details"], known_at=known_at,
-                                                   cutoff=cutoff))
+                                                   cutoff=cutoff),
+                    unready=row["unready"])
     keys = _keys(row["keys"])
     # the first batch, read by search.hits itself
     _read(ev, {k: keys[k][1] for k in row["read"]}, row["answers"], cutoff, q["require"])

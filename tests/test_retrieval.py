@@ -52,7 +52,7 @@ task_states = st.lists(st.tuples(st.integers(0, 1), st.lists(st.sampled_from(WOR
                        max_size=3)
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(srcs=sources, rows=fact_rows, exps=experiences, tasks=task_states,
        invalidate=st.none() | st.integers(0, 7), erase=st.none() | st.sampled_from(("acme", "globex")),
