@@ -13,6 +13,8 @@ from click.testing import CliRunner
 from graphmem import Memory, TaskStateIn
 from graphmem.cli import main
 
+TINY = Path(__file__).parent / "fixtures" / "locomo_tiny.json"  # LoCoMo's format, made up
+
 
 def invoke(*args: str):
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
@@ -59,19 +61,7 @@ def test_a_query_set_is_scored_per_rung_and_a_forbidden_hit_fails_it(mem, scope,
 
 
 def test_locomo_format_is_loaded_and_scored_per_category(mem, tmp_path: Path):
-    turns = [("D1:1", "Ann", "I adopted a puppy named Rex last week"),
-             ("D1:2", "Bob", "Congratulations! What breed is he?"),
-             ("D1:3", "Ann", "A beagle, he loves the park"),
-             ("D2:1", "Bob", "I started learning the violin"),
-             ("D2:2", "Ann", "How is Rex doing with the violin noise?")]
-    conv = {"speaker_a": "Ann", "speaker_b": "Bob", "session_1_date_time": "1 May 2023",
-            "session_2_date_time": "9 May 2023",
-            "session_1": [{"speaker": s, "dia_id": d, "text": t} for d, s, t in turns[:3]],
-            "session_2": [{"speaker": s, "dia_id": d, "text": t} for d, s, t in turns[3:]],
-            "qa": [{"question": "What breed is Ann's puppy?", "evidence": ["D1:3"], "category": 4},
-                   {"question": "What instrument did Bob start?", "evidence": ["D2:1; D1:2"], "category": 1},
-                   {"question": "Never said", "answer": "x", "evidence": [], "category": 5}]}
-    (tmp_path / "c1.json").write_text(json.dumps(conv))
+    (tmp_path / "c1.json").write_text(TINY.read_text())  # a folder of conversations
     result = invoke("eval", "locomo", str(tmp_path), "--embedder", "toy", "--json")
     report = json.loads(result.output)
     assert result.exit_code == 0 and report["loaded"] == {**report["loaded"], "turns": 5, "questions": 2}
