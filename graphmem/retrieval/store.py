@@ -4,7 +4,7 @@
 ``EmbeddingSpace`` node: name and dimension). Another embedder is refused with an
 InputError naming both, before any vector is read or written: cosine similarity between
 vectors of two models means nothing, so they are never mixed. Changing the model is a
-re-embedding (``graphmem embed --model NEW --switch``): the scope records the target,
+re-embedding (``graphmem embed --embedder NEW --switch``): the scope records the target,
 searches are refused until every memory has a vector by it, and a killed run resumes
 where it stopped (each batch commits; what is left is what has no vector by the target).
 
@@ -43,12 +43,12 @@ def check_space(row: dict[str, Any] | None, embedder: Embedder) -> None:
         return
     if row["target"] is not None:
         raise InputError("embedder", f"this scope is being re-embedded from {row['name']} to "
-                                     f"{row['target']}: run `graphmem embed --model ... --switch` "
+                                     f"{row['target']}: run `graphmem embed --embedder ... --switch` "
                                      "to finish before searching by meaning")
     if (row["name"], row["dims"]) != (embedder.name, embedder.dims):
         raise InputError("embedder", f"this scope's vectors are by {row['name']} ({row['dims']} "
                                      f"dimensions); {embedder.name} ({embedder.dims}) would mix "
-                                     "them: use the same embedder, or re-embed with graphmem embed")
+                                     "them: use the same embedder, or re-embed the scope (graphmem embed --switch)")
 
 
 def claim(memory: Any, scope: Scope, embedder: Embedder) -> None:
