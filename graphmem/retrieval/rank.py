@@ -44,7 +44,7 @@ from ..models import Scope, SearchExplain, SearchResult
 from .embedders import BATCH, Embedder
 from .store import claim, embed_rows, texts
 
-TEXT_WEIGHT = 0.5
+TEXT_WEIGHT = 0.7
 """Hybrid's weight on the normalised text score (1 - it on similarity): see
 docs/PERFORMANCE.md for the sweep on LoCoMo it was chosen by."""
 RANKING = {
