@@ -104,7 +104,7 @@ def test_every_hit_is_legal_and_ranked_exactly(mem, srcs, rows, exps, tasks, inv
             for h in found.hits]
     assert all(a[:2] < b[:2] or a[:2] == b[:2] and a[2] <= b[2] + 1e-9 for a, b in itertools.pairwise(keys))
     if mode == "semantic":
-        assert all(h.rank.fused_score == h.rank.semantic_score for h in found.hits)
+        assert all(h.rank.fused_score == pytest.approx(h.rank.semantic_score, abs=1e-9) for h in found.hits)
 
 
 # ------------------------------------------------------------------ behaviour
