@@ -32,7 +32,7 @@ SMOKE = {
     "bench_loaders.py": (["--sizes", "1000", "--no-tesla", "--concepts", "20", "--drop"],
                          "Loader throughput and memory"),
     "bench_search.py": (["--memories", "400", "--queries", "3"], "build_context, 200 candidates"),
-    "bench_retrieval.py": (["--memories", "300", "--queries", "2"], "Targets (reported, not asserted)"),
+    "bench_retrieval.py": (["--memories", "120", "--queries", "1"], "Targets (reported, not asserted)"),
     "bench_fusion.py": ([str(Path(__file__).parent / "fixtures" / "locomo_tiny.json"), "--embedder", "toy",
                          "--weights", "0.5"], "hybrid rrf"),
     "bench_stall.py": (["--timeout", "2", "--trials", "1"], "a writer behind one stopped"),
