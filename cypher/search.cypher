@@ -134,7 +134,12 @@ CALL (K, C) {
   WITH coalesce(top, 0) AS top, -4611686018427387904 AS never
   CALL () {
     CALL db.index.fulltext.queryNodes('graphmem_search_text', $lucene) YIELD node AS n, score
-    RETURN collect([n, score]) AS found
+    RETURN collect([n, score]) AS matched_text
+  }
+  // a search by meaning scores every memory of the scope by it instead (everything
+  // below - filters, early termination, ranking - is the same; graphmem/retrieval)
+  CALL (matched_text) {
+    // include: retrieval.rescore
   }
   CALL (C, never, top, found) {  // the first 1.5 x $limit + 1 hits in that order
     WITH C, never, found, 'fact' IN $types AS facts, 'experience' IN $types AS experiences
@@ -150,11 +155,11 @@ CALL (K, C) {
     LIMIT coalesce($limit + $limit / 2 + 1, 0)
     RETURN collect([n, score, at, id, able]) AS first
   }
-  WITH top, found, first, $limit + $limit / 2 AS enough
+  WITH top, found, unready, first, $limit + $limit / 2 AS enough
   WITH size(found) AS matched,
        CASE WHEN enough <= size(first) AND first[enough - 1][4] THEN enough END AS upto,
-       top, found, first
-  WITH matched, coalesce(first[..upto], found) AS evaluated,
+       top, found, unready, first
+  WITH matched, unready, coalesce(first[..upto], found) AS evaluated,
        CASE WHEN upto < size(first)
             THEN [CASE WHEN first[upto][4] THEN top ELSE 0 END] + first[upto][1..4]
        END AS frontier
@@ -249,7 +254,7 @@ CALL (K, C) {
     RETURN best, reasons, dropped, ranked, size(versions) AS fact_versions, key_count, keys
   }
   RETURN matched, matched - size(evaluated) AS skipped, frontier,
-         best, reasons, dropped, ranked, fact_versions, key_count, keys
+         best, reasons, dropped, ranked, fact_versions, key_count, keys, unready
 }
 // The first batch of the read rule, in this statement: the keys that would fill the
 // page if the rule kept them all (`placed`: fewer than $limit keys and experiences or
@@ -257,14 +262,14 @@ CALL (K, C) {
 // the $limit-th experience or task state (the rule removes a key whole often enough - a
 // figure restated in a later filing - that a second statement costs more than a few more
 // rows); every key for a trace. Read by uid at (C, K) - fact.read itself, included.
-WITH K, C, matched, skipped, frontier, best, reasons, dropped, ranked, fact_versions,
+WITH K, C, matched, skipped, frontier, best, reasons, dropped, ranked, fact_versions, unready,
      key_count, keys, ranked[$limit - 1] AS floor,
      [i IN range(0, size(keys) - 1)
       WHERE i + size([m IN ranked WHERE m.rank > keys[i].rank OR m.rank = keys[i].rank AND (
                         m.score > keys[i].score OR m.score = keys[i].score AND (
                           m.at > keys[i].at OR m.at = keys[i].at AND m.id < keys[i].uid))])
             < $limit] AS placed
-WITH K, C, matched, skipped, frontier, best, reasons, dropped, ranked, fact_versions,
+WITH K, C, matched, skipped, frontier, best, reasons, dropped, ranked, fact_versions, unready,
      key_count, keys,
      CASE WHEN NOT $read THEN []
           WHEN $limit IS NULL THEN keys
@@ -273,7 +278,7 @@ WITH K, C, matched, skipped, frontier, best, reasons, dropped, ranked, fact_vers
                     k.at > floor.at OR k.at = floor.at AND k.uid < floor.id))
                ][..size(placed) + size(placed) / 2]
      END AS first
-WITH K, C, matched, skipped, frontier, best, reasons, dropped, ranked, fact_versions,
+WITH K, C, matched, skipped, frontier, best, reasons, dropped, ranked, fact_versions, unready,
      key_count, keys, first,
      [i IN range(0, size(first) - 1) | {
        i: i, uid: first[i].uid, entity: null, attribute: null, unit: null, definition: null,
@@ -287,7 +292,7 @@ WITH K, C, matched, skipped, frontier, best, reasons, dropped, ranked, fact_vers
 RETURN K.epochSeconds * 1000000 + K.nanosecond / 1000 AS known_at,
        C.epochSeconds * 1000000 + C.nanosecond / 1000 AS cutoff,
        matched, skipped, frontier, best, reasons, dropped AS removed, fact_versions,
-       key_count,
+       key_count, unready,
        [m IN ranked | [m.id, m.type, m.score, m.at, m.rank]] AS memories,
        [k IN keys | [k.uid, k.rank, k.matched]] AS keys,
        [k IN first | k.uid] AS read,

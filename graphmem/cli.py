@@ -189,7 +189,8 @@ def _connect(start: bool = False) -> Memory:
         st = srv.start(cfg)
     password = os.environ.get("GRAPHMEM_NEO4J_PASSWORD")  # as `server start` used it
     auth = (os.environ.get("GRAPHMEM_NEO4J_USER", "neo4j"), password) if password else None
-    return Memory.connect(st.uri or cfg.uri, auth, retry=retry, timeouts=timeouts)
+    return Memory.connect(st.uri or cfg.uri, auth, retry=retry, timeouts=timeouts,
+                          embedder=os.environ.get("GRAPHMEM_EMBEDDER") or None)
 
 
 def _scope(tenant: str, keys: tuple[str, ...]) -> Scope:
@@ -791,3 +792,7 @@ def ui(host: str, port: int, tokens: Path | None, tenant: str, scope_keys: tuple
 from .research.cli import panel_cmd  # noqa: E402 - registered after the commands it reuses
 
 main.add_command(panel_cmd)
+
+from .eval.commands import register  # noqa: E402 - graphmem embed, graphmem eval
+
+register(main)

@@ -261,7 +261,7 @@ def check_memories(scope: Scope, memories: Any) -> Memories:
     scope's snapshot. Hits alone carry no scope; ``reread`` refuses those of another."""
     if isinstance(memories, SearchResult):
         q = memories.query
-        if q.lucene != search.lucene(scope, q.text, q.match, q.entity):
+        if q.lucene != search.query_lucene(scope, q.text, q.match, q.entity, q.mode):
             raise InputError("memories", f"not a search result of scope {scope.id}: a context "
                                          "is built only from a search in its own scope")
         limits.check_count("memories", len(memories.hits), limits.CONTEXT_MEMORIES)
@@ -453,7 +453,7 @@ def trace(tx: Tx, scope: Scope, snapshot_id: str, memory_id: str | None, *,
     if ctx.query is not None:
         q = {f: getattr(ctx.query, f) for f in SearchQuery.model_fields}
         # the Lucene query of this scope, never a recorded one (which names a scope)
-        q["lucene"] = search.lucene(scope, q["text"], q["match"], q["entity"])
+        q["lucene"] = search.query_lucene(scope, q["text"], q["match"], q["entity"], q["mode"])
         evaluation = search.evaluate(tx, scope, q, exhaustive=True)
     steps = tuple(_step(tx, scope, ctx, m, evaluation) for m in ids)
     best = min(steps, key=lambda s: OUTCOMES.index(s.outcome))

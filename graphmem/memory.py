@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import neo4j
 
 from . import context as contexts
-from . import facts, governance, limits, lineage, schema, values
+from . import facts, governance, limits, lineage, retrieval, schema, values
 from . import screen as screening
 from . import search as searching
 from .db import Database, RetryPolicy, Timeouts, Tx
@@ -185,6 +185,7 @@ class Memory:
         timeouts: Timeouts | None = None,
         clock: Clock | None = None,
         chunk_size: int = 500,
+        embedder: Any = None,
     ):
         # Always name the database: the driver then skips resolving the user's home
         # database before each session (a round trip on clusters and Aura).
@@ -192,6 +193,8 @@ class Memory:
         self._required = tuple(required_scope)
         self._clock = clock
         self._chunk_size = limits.check_int("chunk_size", chunk_size, 1, limits.CHUNK_SIZE)
+        # semantic and hybrid search (graphmem/retrieval): None keeps search full-text only
+        self._embedder = retrieval.as_embedder(embedder)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -211,7 +214,8 @@ class Memory:
     def from_env(cls, **options: Any) -> Memory:
         """Connect with ``GRAPHMEM_NEO4J_URI`` / ``_USER`` / ``_PASSWORD`` / ``_DATABASE``;
         the retry policy and timeouts, unless given, from ``GRAPHMEM_RETRY_ATTEMPTS`` /
-        ``_RETRY_SECONDS`` / ``_WRITE_TIMEOUT`` / ``_READ_TIMEOUT`` (defaults where unset)."""
+        ``_RETRY_SECONDS`` / ``_WRITE_TIMEOUT`` / ``_READ_TIMEOUT`` (defaults where unset),
+        and the embedder from ``GRAPHMEM_EMBEDDER`` (a spec: graphmem/retrieval/embedders.py)."""
         uri = os.environ.get("GRAPHMEM_NEO4J_URI")
         if not uri:
             raise InputError("GRAPHMEM_NEO4J_URI", "not set; e.g. bolt://127.0.0.1:7687")
@@ -219,6 +223,7 @@ class Memory:
         auth = (os.environ.get("GRAPHMEM_NEO4J_USER", "neo4j"), password) if password else None
         options.setdefault("retry", RetryPolicy.from_env())
         options.setdefault("timeouts", Timeouts.from_env())
+        options.setdefault("embedder", os.environ.get("GRAPHMEM_EMBEDDER") or None)
         return cls.connect(uri, auth, os.environ.get("GRAPHMEM_NEO4J_DATABASE") or None, **options)
 
     def close(self) -> None:
@@ -902,20 +907,40 @@ class Memory:
         require: Require | None = None,
         limit: int = 10,
         match: str = "all",
+        mode: str = "text",
+        embedder: Any = None,
     ) -> SearchResult:
         """Memories matching ``text`` that pass every hard filter, ranked, at most ``limit``.
 
         Filters (scope, type, entity, task, known_at, cutoff - default: known_at -,
         status, evidence) run before ranking and limit; fact hits carry what ``as_of``
         gives for their key. See graphmem/search.py for query syntax and ranking.
+
+        ``mode``: ``text`` (full text), ``semantic`` (similarity to ``text`` by the
+        embedder: this call's, else the memory's) or ``hybrid`` (both fused); every filter
+        still runs first (graphmem/retrieval/rank.py).
         """
         scope = self.scope(scope)
+        emb = retrieval.as_embedder(embedder) or self._embedder
         q = searching.make_query(
             scope, text=text, match=match, types=types, entity=entity, task_id=task_id,
             cutoff=_aware("cutoff", cutoff), known_at=_aware("known_at", known_at) or self._now(),
-            require=require, limit=limit)
+            require=require, limit=limit, mode=mode, embedder=emb.name if emb else None)
+        if mode != "text":
+            return retrieval.search(self, scope, q, emb)
         # one auto-commit read per statement: a search is usually one statement
         return self._db.read_each(lambda tx: searching.search(tx, scope, q), "search")
+
+    def embed(self, scope: Scope, *, embedder: Any = None, switch: bool = False,
+              progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        """Embed every memory of the scope not yet embedded by the embedder (this call's,
+        else the memory's); ``switch`` re-embeds a scope made with another one. Resumable:
+        see graphmem/retrieval/store.py."""
+        scope = self.scope(scope)
+        emb = retrieval.as_embedder(embedder) or self._embedder
+        if emb is None:
+            raise InputError("embedder", "no embedder: pass embedder= here or to Memory")
+        return retrieval.backfill(self, scope, emb, switch=switch, progress=progress)
 
     def build_context(self, scope: Scope, *, task_id: str, memories: Any, token_budget: int,
                       tokenizer: Callable[[str], int] | None = None) -> Context:

@@ -618,6 +618,12 @@ class Rank(_Model):
     text_norm: float
     recency_days: float
     why: str
+    # semantic and hybrid search (graphmem/retrieval): the cosine similarity to the query,
+    # in [0, 1], the fused score the rank used, and how many of the query's identifiers
+    # the memory holds (ranked before any score)
+    semantic_score: float | None = None
+    fused_score: float | None = None
+    identifiers: int = 0
 
 
 class SearchHit(_Model):
@@ -654,6 +660,8 @@ class SearchQuery(_Model):
     known_at: dt.datetime
     require: Require | None
     limit: int
+    mode: Literal["text", "semantic", "hybrid"] = "text"
+    embedder: str | None = None
 
 
 class SearchExplain(_Model):
@@ -676,6 +684,7 @@ class SearchExplain(_Model):
     below_limit: int = 0
     unevaluated: int = 0
     ranking: str = ""
+    embedding_ms: float | None = None  # the query's embedding, apart from the search
 
 
 class SearchResult(_Model):

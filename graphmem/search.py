@@ -104,6 +104,7 @@ from .models import (
 )
 from .values import epoch, from_micros
 
+MODES = ("text", "semantic", "hybrid")
 # The order the filters run in (search.hits, then fact.read), for explain.
 FILTERS = ("type", "entity", "task", "known_at", "erased", "candidate", "cutoff",
            "invalidated", "retracted", "evidence", "outranked", "superseded")
@@ -171,11 +172,25 @@ def lucene(scope: Scope, text: str | None, match: str, entity: str | None) -> st
     return " ".join(parts)
 
 
+def query_lucene(scope: Scope, text: str | None, match: str, entity: str | None,
+                 mode: str = "text") -> str:
+    """A search's Lucene query, recorded with it: the text's for a text search; for a
+    semantic or hybrid one, the scope alone (every memory of the scope is a candidate
+    and the filters decide which are legal: graphmem/retrieval/rank.py)."""
+    return lucene(scope, text if mode == "text" else None, match, entity)
+
+
 def make_query(scope: Scope, *, text: str | None, match: str, types: Any, entity: str | None,
                task_id: str | None, cutoff: dt.datetime | None, known_at: dt.datetime | None,
-               require: Require | None, limit: int) -> dict[str, Any]:
+               require: Require | None, limit: int, mode: str = "text",
+               embedder: str | None = None) -> dict[str, Any]:
     """Check a search's arguments before any query; the fields of its SearchQuery."""
     limits.check_text("text", text, limits.SEARCH_TEXT_BYTES, optional=True)
+    if mode not in MODES:
+        raise InputError("mode", f"must be one of {', '.join(MODES)}; got {mode!r}")
+    if mode != "text" and (text is None or embedder is None):
+        raise InputError("mode", f"{mode} search needs a text and an embedder "
+                                 "(Memory(embedder=...) or search(embedder=...))")
     if match not in ("all", "any"):
         raise InputError("match", "must be 'all' or 'any'")
     types = tuple(MEMORY_TYPES if types is None else ([types] if isinstance(types, str)
@@ -188,9 +203,10 @@ def make_query(scope: Scope, *, text: str | None, match: str, types: Any, entity
     limits.check_id("task_id", task_id, optional=True)
     if require is not None and not isinstance(require, Require):
         raise InputError("require", "a graphmem.Require is required")
-    return {"text": text, "match": match, "lucene": lucene(scope, text, match, entity),
+    return {"text": text, "match": match, "lucene": query_lucene(scope, text, match, entity, mode),
             "types": types, "entity": entity, "task_id": task_id, "cutoff": cutoff,
-            "known_at": known_at, "require": require, "limit": limit}
+            "known_at": known_at, "require": require, "limit": limit, "mode": mode,
+            "embedder": embedder if mode != "text" else None}
 
 
 @dataclass
@@ -237,6 +253,9 @@ class Evaluation:
     unevaluated: int = 0
     # experiences and task states that can reach the page, by id (none for a trace)
     details: dict[str, Experience | TaskState] = field(default_factory=dict)
+    # a search by meaning: [id, is a fact] of the scope's memories not embedded yet
+    # (graphmem/retrieval embeds them and searches again)
+    unready: list[list[Any]] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return {f: self.reasons[f] for f in FILTERS if self.reasons[f]}
@@ -281,20 +300,22 @@ def _evaluate(tx: Tx, scope: Scope, q: dict[str, Any], *, lazy: bool,
         row = tx.one("search.hits", lucene=q["lucene"], types=list(q["types"]),
                      entity_uid=entity_uid, task_id=q["task_id"], cutoff=epoch(q["cutoff"]),
                      known_at=epoch(q["known_at"]), limit=None if exhaustive else limit, keys=keys,
-                     read=read, lazy=lazy, **req, **facts.scope_params(scope))
+                     read=read, lazy=lazy, meaning=q.get("meaning"), **req, **facts.scope_params(scope))
         assert row is not None  # the statement aggregates: always one row
         return row
 
     row = hits(None if exhaustive else _KEYS_PER_LIMIT * limit, True)
     known_at, cutoff = from_micros(row["known_at"]), from_micros(row["cutoff"])
-    query = SearchQuery(**{**q, "known_at": known_at, "cutoff": cutoff})
+    query = SearchQuery(**{**{f: q[f] for f in SearchQuery.model_fields if f in q},
+                           "known_at": known_at, "cutoff": cutoff})
     ev = Evaluation(query, row["matched"], row["best"] or 0.0,
                     Counter(r for r in row["reasons"] if r), dict(row["removed"]),
                     [_Hit(kind, memory_id, score, rank, available_ms, memory_id)
                      for memory_id, kind, score, available_ms, rank in row["memories"]],
                     unevaluated=row["skipped"] + row["fact_versions"],
                     details=governance.to_memories(row["details"], known_at=known_at,
-                                                   cutoff=cutoff))
+                                                   cutoff=cutoff),
+                    unready=row["unready"])
     keys = _keys(row["keys"])
     # the first batch, read by search.hits itself
     _read(ev, {k: keys[k][1] for k in row["read"]}, row["answers"], cutoff, q["require"])
@@ -402,15 +423,21 @@ def search(tx: Tx, scope: Scope, q: dict[str, Any]) -> SearchResult:
 
 
 def _search_hit(h: _Hit, position: int, best: float, cutoff: dt.datetime,
-                details: dict[str, Any]) -> SearchHit:
+                details: dict[str, Any], **meaning: Any) -> SearchHit:
+    """A ranked hit as returned; ``meaning``: a semantic or hybrid search's Rank fields
+    (semantic_score, fused_score, identifiers; see graphmem/retrieval/rank.py)."""
     authority: Authority | None = authority_of(h.authority) if h.authority else None
     norm = h.score / best if best else 0.0
     days = (cutoff.timestamp() * 1000 - h.available_ms) / 86_400_000
     why = (f"#{position}: authority {authority.value if authority else 'none'} (tier "
-           f"{h.authority}), text score {h.score:.3f} = {norm:.2f} of the best match, available "
+           f"{h.authority}), "
+           + (f"{meaning['identifiers']} of the query's identifiers, " if meaning.get("identifiers") else "")
+           + (f"fused score {meaning['fused_score']:.3f} (semantic {meaning['semantic_score'] or 0:.3f}), "
+              if meaning else "")
+           + f"text score {h.score:.3f} = {norm:.2f} of the best match, available "
            f"{days:.1f} days before the cutoff")
     rank = Rank(position=position, authority=authority, text_score=h.score, text_norm=norm,
-                recency_days=days, why=why)
+                recency_days=days, why=why, **meaning)
     if h.type == "fact":
         assert h.answer is not None
         shown = [h.answer.version] if h.answer.version else list(h.answer.candidates)

@@ -31,6 +31,7 @@ from graphmem.integrations.langgraph import (  # noqa: E402
     GraphmemStore,
     matches,
 )
+from graphmem.retrieval import ToyEmbedder  # noqa: E402
 
 
 def tenant() -> str:
@@ -136,6 +137,58 @@ def test_current_state_reads_agree_with_langgraphs_in_memory_store(mem, ops):
         _apply(op, ours, reference)
     # and in the end every item agrees
     assert _rows(ours.search((), limit=1000)) == _rows(reference.search((), limit=1000))
+
+
+# the same differential with LangGraph's index configuration: both stores embed with one
+# deterministic function; a query search ranks by cosine among the live items
+toy = ToyEmbedder(32)
+INDEX = {"dims": 32, "embed": toy, "fields": ["s", "t"]}
+texts = st.fixed_dictionaries({"n": st.integers(-5, 5)}, optional={
+    "s": st.sampled_from(["red", "blue"]),
+    "t": st.lists(st.sampled_from(["deploy", "rollback", "pizza", "lunch", "widget"]), max_size=3).map(" ".join)})
+indexed_ops = st.lists(st.one_of(
+    st.tuples(st.just("put"), ns_st, key_st, texts, st.sampled_from([None, None, False, ["t"]])),
+    st.tuples(st.just("delete"), ns_st, key_st),
+    st.tuples(st.just("query"), st.sampled_from(PREFIXES), st.sampled_from(["rollback pizza", "red", "deploy"]),
+              filters),
+), min_size=1, max_size=10)
+
+
+def _scored(items: list[Any]) -> list[tuple]:
+    return sorted((tuple(i.namespace), i.key, None if i.score is None else round(i.score, 6)) for i in items)
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(ops=indexed_ops)
+def test_semantic_search_agrees_with_langgraphs_in_memory_store_given_the_same_index(mem, ops):
+    ours, reference = GraphmemStore(mem, tenant=tenant(), index=INDEX), InMemoryStore(index=INDEX)
+    for op in ops:
+        if op[0] == "put":
+            ours.put(op[1], op[2], op[3], index=op[4])
+            reference.put(op[1], op[2], op[3], index=op[4])
+        elif op[0] == "delete":
+            ours.delete(op[1], op[2])
+            reference.delete(op[1], op[2])
+        else:
+            _, prefix, query, flt = op
+            mine = ours.search(prefix, query=query, filter=flt, limit=100)
+            assert _scored(mine) == _scored(reference.search(prefix, query=query, filter=flt, limit=100))
+            scores = [i.score for i in mine]  # best first, unscored last
+            assert scores == sorted(scores, key=lambda x: (x is None, -(x or 0)))
+    past = ours.as_of(cutoff=now())  # an as-of view searches by meaning too
+    assert _scored(past.search((), query="deploy", limit=100)) == _scored(
+        reference.search((), query="deploy", limit=100))
+
+
+def test_another_embedder_is_refused_for_a_namespace(mem):
+    name = tenant()
+    GraphmemStore(mem, tenant=name, index=INDEX).put(("a",), "k", {"t": "deploy"})
+    other = GraphmemStore(mem, tenant=name, index={"dims": 16, "embed": ToyEmbedder(16)})
+    with pytest.raises(InputError, match="ToyEmbedder"):
+        other.put(("a",), "k2", {"t": "deploy"})
+    with pytest.raises(InputError, match="ToyEmbedder"):
+        other.search(("a",), query="deploy")
 
 
 @pytest.mark.parametrize("value", [

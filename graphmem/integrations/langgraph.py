@@ -68,11 +68,21 @@ JSON in UTF-8 (65,536 bytes: the value is stored as a text fact value, whose bou
 matches per namespace; at most 1,000 operations per batch. Tuples come back as lists,
 as from any JSON store.
 
+**Semantic search.** ``GraphmemStore(memory, tenant=..., index={"dims": 384, "embed":
+fn, "fields": ["text"]})`` takes LangGraph's own index configuration: each put embeds
+the value's fields (``"$"``, the default, is the whole value; ``put(..., index=[...])``
+other fields, ``index=False`` none) and stores the vectors on the item's version; a
+search with a query then ranks by cosine similarity (the best of an item's fields) among
+the items that pass graphmem's filters (scope, time, status: graphmem/retrieval), and
+``SearchItem.score`` is the cosine. Items with no vector come after the scored ones,
+with score None, as in ``InMemoryStore``. ``as_of`` views search by meaning too. The
+embedder's name (its qualified name, or ``index["name"]``) and ``dims`` are recorded per
+namespace; another embedder is refused (InputError).
+
 Differences from ``InMemoryStore``: ``list_namespaces`` lists only namespaces that hold
 an item (``InMemoryStore`` also lists those that were only read, or whose items were all
-deleted); listings are ordered by ``updated_at``, not by insertion; TTLs and vector
-indexes are not supported (``index`` is ignored: graphmem's full-text index covers the
-whole value).
+deleted); listings are ordered by ``updated_at``, not by insertion; TTLs are not
+supported.
 """
 
 from __future__ import annotations
@@ -88,6 +98,7 @@ from typing import Any, NamedTuple
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    IndexConfig,
     Item,
     ListNamespacesOp,
     MatchCondition,
@@ -97,6 +108,7 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
 )
+from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
 from .. import facts, lineage
 from ..db import Tx
@@ -104,6 +116,7 @@ from ..errors import GraphmemError, InputError
 from ..limits import TEXT_BYTES
 from ..memory import Memory
 from ..models import Answer, Authority, Entity, FactIn, FactVersion, Period, Scope, Source
+from ..retrieval import Embedder, store
 
 PERIOD = Period(end=dt.date(1, 1, 1))
 DEFINITION = "langgraph item (JSON)"
@@ -281,7 +294,7 @@ class GraphmemStore(BaseStore):
     """
 
     def __init__(self, memory: Memory, *, tenant: str, scope: Mapping[str, str] | None = None,
-                 labels: Sequence[str] = ()):
+                 labels: Sequence[str] = (), index: IndexConfig | None = None):
         fixed = dict(scope or {})
         reserved = {"tenant", "namespace"}
         clash = (reserved | set(labels)) & set(fixed) or reserved & set(labels)
@@ -295,6 +308,9 @@ class GraphmemStore(BaseStore):
         self._mem, self._tenant, self._fixed, self._names = memory, tenant, fixed, tuple(labels)
         self._cutoff: dt.datetime | None = None
         self._known_at: dt.datetime | None = None
+        self._index = index
+        self._embedder = _embedder(index) if index else None
+        self._claimed: set[str] = set()  # scopes whose embedder this store has checked
 
     # ------------------------------------------------------------ time
 
@@ -309,7 +325,8 @@ class GraphmemStore(BaseStore):
         for name, value in (("cutoff", cutoff), ("known_at", known_at)):
             if value is not None and (not isinstance(value, dt.datetime) or value.tzinfo is None):
                 raise InputError(name, "a timezone-aware datetime is required")
-        view = GraphmemStore(self._mem, tenant=self._tenant, scope=self._fixed, labels=self._names)
+        view = GraphmemStore(self._mem, tenant=self._tenant, scope=self._fixed, labels=self._names,
+                             index=self._index)
         view._cutoff = cutoff.astimezone(dt.UTC)
         view._known_at = (known_at or cutoff).astimezone(dt.UTC)
         return view
@@ -329,6 +346,13 @@ class GraphmemStore(BaseStore):
     @staticmethod
     def _entity(namespace: tuple[str, ...]) -> str:
         return ENTITY_PREFIX + ".".join(namespace)
+
+    entity_of = _entity  # the entity a namespace's items are facts about
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder made from ``index`` (None without one)."""
+        return self._embedder
 
     # ------------------------------------------------------------ BaseStore
 
@@ -350,7 +374,8 @@ class GraphmemStore(BaseStore):
                 key = _key(op.key)
                 text = None if op.value is None else encode(op.value)
                 writes.pop((tuple(op.namespace), key), None)  # the last write goes last
-                writes[(tuple(op.namespace), key)] = (self.scope_of(op.namespace), key, text)
+                writes[(tuple(op.namespace), key)] = (self.scope_of(op.namespace), key, text,
+                                                      self._texts(op))
             elif isinstance(op, GetOp):
                 self.scope_of(op.namespace)
                 _key(op.key)
@@ -366,7 +391,7 @@ class GraphmemStore(BaseStore):
                 raise InputError("ops", f"unknown operation {type(op).__name__}")
         results = [None if isinstance(op, PutOp) else self._read(op) for op in ops]
         if writes:
-            self._write(list(writes.values()))
+            self._write(self._embedded(list(writes.values())))
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -417,7 +442,8 @@ class GraphmemStore(BaseStore):
         namespaces = self._namespaces(prefix, live=False)  # each read below applies the rule
         # without a filter the page needs only each namespace's best offset + limit hits
         depth = MAX_LIMIT if op.filter else min(MAX_LIMIT, op.offset + op.limit)
-        found = self._ranked(namespaces, op.query, depth) if op.query else None
+        found = (self._ranked(namespaces, op.query, depth) if op.query and not self._embedder
+                 else self._similar(namespaces, op.query, depth) if op.query else None)
         if found is None:
             found = [item for ns in namespaces for item in self._listed(ns)]
             found.sort(key=lambda i: (-i.updated_at.timestamp(), i.namespace, i.key))
@@ -449,6 +475,23 @@ class GraphmemStore(BaseStore):
         found.sort(key=lambda i: (-(i.score or 0.0), -i.updated_at.timestamp(), i.namespace, i.key))
         return found
 
+    def _similar(self, namespaces: list[tuple[str, ...]], query: str, depth: int
+                 ) -> list[SearchItem]:
+        """Query hits of every namespace by meaning (graphmem's semantic search), best
+        cosine first, items without a vector last (score None)."""
+        found = []
+        for namespace in namespaces:
+            scope = self.scope_of(namespace)
+            result = self._mem.search(scope, text=query, types=("fact",), entity=self._entity(namespace),
+                                      cutoff=self._cutoff, known_at=self._known_at, limit=depth,
+                                      mode="semantic", embedder=self._embedder)
+            found += [_item(namespace, h.answer.attribute, h.answer, search=True,
+                            score=None if h.rank.semantic_score is None else 2 * h.rank.semantic_score - 1)
+                      for h in result.hits if h.answer is not None and _ours(h.answer)]
+        found.sort(key=lambda i: (i.score is None, -(i.score or 0.0), -i.updated_at.timestamp(),
+                                  i.namespace, i.key))
+        return found
+
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         conditions = tuple(op.match_conditions or ())
         literal: tuple[str, ...] = ()
@@ -470,7 +513,36 @@ class GraphmemStore(BaseStore):
 
     # ------------------------------------------------------------ writes
 
-    def _write(self, writes: list[tuple[Scope, str, str | None]]) -> None:
+    def _texts(self, op: PutOp) -> list[str] | None:
+        """The texts a put embeds (None: the store has no index, or nothing to embed)."""
+        if self._embedder is None or op.value is None:
+            return None
+        return _field_texts(op.value, self._fields if op.index is None else op.index or [])
+
+    @property
+    def _fields(self) -> list[str]:
+        return list((self._index or {}).get("fields") or ["$"])
+
+    def _embedded(self, writes: list[tuple[Scope, str, str | None, list[str] | None]]
+                  ) -> list[tuple[Scope, str, str | None, list[float] | None]]:
+        """Each put's texts as one concatenated vector list, embedded before the write
+        transaction (a model call never holds the tenant's lock); each scope's embedder
+        checked against the one its vectors were made with (InputError on a mismatch)."""
+        if self._embedder is None:
+            return [(scope, key, text, None) for scope, key, text, _ in writes]
+        for scope in {w[0].id: w[0] for w in writes if w[3] is not None}.values():
+            if scope.id not in self._claimed:
+                store.claim(self._mem, scope, self._embedder)
+                self._claimed.add(scope.id)
+        flat = self._embedder.documents([t for w in writes for t in (w[3] or [])])
+        out, i = [], 0
+        for scope, key, text, texts in writes:
+            n = len(texts or [])
+            out.append((scope, key, text, None if texts is None else [x for v in flat[i:i + n] for x in v]))
+            i += n
+        return out
+
+    def _write(self, writes: list[tuple[Scope, str, str | None, list[float] | None]]) -> None:
         """All of a batch's puts and deletes in one write transaction.
 
         Source ids are chosen once per batch, outside the transaction: a retry after a
@@ -484,22 +556,27 @@ class GraphmemStore(BaseStore):
             if puts and tx.run("source.get_many", uids=[facts.source_uid(puts[0][0][0], puts[0][1])],
                                **facts.scope_params(puts[0][0][0])):
                 return  # this batch already committed
-            for (scope, key, text), source_id in zip(writes, sources, strict=True):
+            for (scope, key, text, vector), source_id in zip(writes, sources, strict=True):
                 if text is None:
                     self._delete(tx, scope, key, at)
                 else:
-                    self._put(tx, scope, key, text, source_id, at)
+                    self._put(tx, scope, key, text, source_id, at, vector)
 
         self._mem.write(writes[0][0], "langgraph.batch", work)
 
-    def _put(self, tx: Tx, scope: Scope, key: str, text: str, source_id: str, at: Any) -> None:
+    def _put(self, tx: Tx, scope: Scope, key: str, text: str, source_id: str, at: Any,
+             vector: list[float] | None) -> None:
         namespace = tuple(scope.keys()["namespace"].split("."))
         entity = self._entity(namespace)
         facts.put_entity(tx, scope, Entity(id=entity, name=" / ".join(namespace), kind="namespace"), at)
         facts.record_source(tx, scope, Source(id=source_id, kind=SOURCE_KIND, authority=Authority.PRIMARY,
                                               publisher=PUBLISHER, available_by=facts.native(at)), at)
-        facts.write_facts(tx, scope, [FactIn(entity=entity, attribute=key, value=text, period=PERIOD,
-                                             definition=DEFINITION, sources=(source_id,))], at)
+        written = facts.write_facts(tx, scope, [FactIn(entity=entity, attribute=key, value=text, period=PERIOD,
+                                                       definition=DEFINITION, sources=(source_id,))], at)
+        if vector is not None and self._embedder is not None:
+            assert written.version_ids
+            tx.run("retrieval.set_vectors", name=self._embedder.name, **facts.scope_params(scope),
+                   rows=[{"id": written.version_ids[0], "fact": True, "vector": vector}])
 
     def _delete(self, tx: Tx, scope: Scope, key: str, at: Any) -> None:
         namespace = tuple(scope.keys()["namespace"].split("."))
@@ -520,6 +597,26 @@ class GraphmemStore(BaseStore):
 
 
 # ---------------------------------------------------------------- answers to items
+
+
+def _field_texts(value: Mapping[str, Any], fields: Sequence[str]) -> list[str]:
+    """The texts of a value's fields, as LangGraph's own stores extract them."""
+    return [t for f in fields for t in get_text_at_path(value, f if f == "$" else tokenize_path(f))]
+
+
+def _embedder(index: IndexConfig) -> Embedder:
+    """LangGraph's ``index`` as a graphmem Embedder: ``embed`` (an Embeddings object, a
+    sync or async function, or a provider string), ``dims``, ``fields``; the name is
+    ``index["name"]`` if given, else the provider string or the function's name."""
+    if not isinstance(index, Mapping) or "embed" not in index or "dims" not in index:
+        raise InputError("index", 'LangGraph\'s index configuration: {"dims": int, "embed": ..., '
+                                  '"fields": [...]}')
+    embed = index["embed"]
+    name = index.get("name") or (embed if isinstance(embed, str) else getattr(
+        embed, "__qualname__", type(embed).__name__))
+    fields = list(index.get("fields") or ["$"])
+    return Embedder(ensure_embeddings(embed), name=f"langgraph:{name}", dims=index["dims"],
+                    text_of=lambda row: _field_texts(json.loads(row["value"]), fields))
 
 
 def _ours(answer: Answer) -> bool:

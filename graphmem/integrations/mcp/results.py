@@ -88,7 +88,8 @@ SearchExplainOut = Annotated[SearchExplain, WithJsonSchema(
     {"type": "object", "description": "matched (index hits in this scope), removed (per filter: "
                                       "type, entity, task, known_at, erased, candidate, cutoff, "
                                       "invalidated, retracted, evidence, outranked, superseded), kept, "
-                                      "returned, below_limit, unevaluated, ranking"})]
+                                      "returned, below_limit, unevaluated, ranking, embedding_ms "
+                                      "(semantic and hybrid: the query's embedding time)"})]
 
 
 class _Out(BaseModel):
@@ -192,7 +193,8 @@ class SearchOut(_Out):
     known_at: dt.datetime
     hits: Annotated[list[HitOut], objects(
         "in rank order, each: type, memory_id, memory_ids (a conflict's candidates), status, rank "
-        "(position, authority, text_score, why), and fact (as as_of returns it), experience or "
+        "(position, authority, text_score, why; semantic and hybrid also semantic_score, "
+        "fused_score, identifiers), and fact (as as_of returns it), experience or "
         "task_state")]
     explain: SearchExplainOut
 

@@ -353,17 +353,23 @@ def register(memory: Memory, access: Access, grants: Grants) -> list[Tool]:
                types: list[Literal["fact", "experience", "task_state"]] | None = None,
                entity: Id | None = None, task_id: Id | None = None, cutoff: Cutoff = None,
                known_at: KnownAt = None, min_authority: MinAuthority = None, limit: Limit = 10,
-               match: Literal["all", "any"] = "all") -> Annotated[CallToolResult, r.SearchOut]:
-        """Full-text search over facts, experiences and task states, with every hard filter
-        (scope, type, entity, time, status, evidence) applied before ranking and the limit.
-        Identifiers (codes, tickers, accession numbers) must match exactly; with
-        match="all" every word is required, "any" makes plain words optional. Ranked by
-        authority, then text score, then recency. A fact hit is what `as_of` would answer."""
+               match: Literal["all", "any"] = "all",
+               mode: Literal["text", "semantic", "hybrid"] = "text"
+               ) -> Annotated[CallToolResult, r.SearchOut]:
+        """Search over facts, experiences and task states, with every hard filter (scope,
+        type, entity, time, status, evidence) applied before ranking and the limit.
+        mode="text" (full text): identifiers (codes, tickers, accession numbers) must match
+        exactly; with match="all" every word is required, "any" makes plain words optional.
+        mode="semantic" or "hybrid" (when the server has an embedder): by meaning, or
+        meaning and text fused, among the memories that pass the filters; a memory holding
+        the query's identifiers first. Ranked by authority, then text score (or fused score),
+        then recency. A fact hit is what `as_of` would answer."""
         def work(c: Caller) -> tuple[BaseModel, str]:
             out = r.search(memory.search(c.scope, text=text, types=types, entity=entity,
                                          task_id=task_id, cutoff=parse_time(cutoff, "cutoff"),
                                          known_at=parse_time(known_at, "known_at"),
-                                         require=_require(min_authority), limit=limit, match=match))
+                                         require=_require(min_authority), limit=limit, match=match,
+                                         mode=mode))
             return out, r.search_text(out)
         return _run(access, ctx, work)
 

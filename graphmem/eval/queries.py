@@ -1,0 +1,100 @@
+"""``graphmem eval retrieval --queries FILE``: a user's fixed query set on each rung.
+
+FILE is JSON Lines, one query a line::
+
+    {"query": "why did we undo the deployment?", "scope": {"tenant": "acme", "project": "web"},
+     "relevant": ["exp_..."], "forbidden": ["fv_..."], "cutoff": "2025-01-01T00:00:00Z",
+     "known_at": null, "types": ["experience"], "group": "paraphrase"}
+
+``scope`` is a graphmem scope (``tenant`` and its keys); ``namespace`` (a list of labels,
+with ``tenant``) names a LangGraph store namespace instead, whose ids are item keys.
+``relevant`` and ``forbidden`` are memory ids (a fact version id stands for its key's
+hit), ``cutoff``/``known_at`` ISO times (default: now), ``group`` an optional label the
+results are also broken down by. Each rung the configuration offers (text; semantic and
+hybrid with an embedder) is scored: recall@5/@10 and MRR, forbidden hits (any is a
+failure), latency p50/p95 and the query-embedding time. Nothing is written.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..models import Scope
+from . import rungs, score
+
+MAX_QUERIES = 100_000
+
+
+def read(path: Path) -> list[dict[str, Any]]:
+    """The query set, each line checked before any search runs."""
+    out = []
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise InputError(str(path), str(exc)) from exc
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{n}"
+        try:
+            q = json.loads(line)
+        except ValueError as exc:
+            raise InputError(where, f"not JSON: {exc}") from exc
+        if not isinstance(q, dict) or not isinstance(q.get("query"), str):
+            raise InputError(where, 'an object with a "query" string is required')
+        if not isinstance(q.get("relevant", []), list) or not isinstance(q.get("forbidden", []), list):
+            raise InputError(where, '"relevant" and "forbidden" are lists of ids')
+        try:
+            q["_scope"] = _scope(q)
+            q["_times"] = {k: _time(q.get(k)) for k in ("cutoff", "known_at")}
+        except (ValueError, TypeError) as exc:
+            raise InputError(where, str(exc)) from exc
+        out.append(q)
+    if len(out) > MAX_QUERIES:
+        raise InputError(str(path), f"{len(out):,} queries; at most {MAX_QUERIES:,}")
+    return out
+
+
+def _scope(q: dict[str, Any]) -> tuple[Scope, str | None]:
+    """The scope to search, and the entity of a LangGraph namespace (None for a scope)."""
+    if "namespace" in q:
+        from ..integrations.langgraph import ENTITY_PREFIX
+
+        ns = ".".join(q["namespace"])
+        return Scope(tenant=q["tenant"], namespace=ns), ENTITY_PREFIX + ns
+    return Scope(**q["scope"]), None
+
+
+def _time(value: Any) -> dt.datetime | None:
+    if value is None:
+        return None
+    t = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    if t.tzinfo is None:
+        raise ValueError(f"{value}: a time with its offset is required")
+    return t
+
+
+def run(memory: Any, path: Path, embedder: Any = None, limit: int = 10) -> dict[str, Any]:
+    offered = rungs(embedder)
+    tallies = {r: score.Tally() for r in offered}
+    for q in read(path):
+        scope, entity = q["_scope"]
+        for rung in offered:
+            result, ms = score.timed(
+                memory.search, scope, text=q["query"], types=q.get("types"), entity=entity, limit=limit,
+                match="any", mode=rung, embedder=embedder if rung != "text" else None, **q["_times"])
+            ranked = [h.answer.attribute if entity and h.answer else h.memory_id for h in result.hits]
+            shown = [set(h.memory_ids) | {h.memory_id} for h in result.hits]
+            relevant, forbidden = set(q.get("relevant", [])), set(q.get("forbidden", []))
+            # a hit counts as an id it stands for (a conflict's candidates, a key's version)
+            ranked = [next(iter(ids & relevant), r) for ids, r in zip(shown, ranked, strict=True)]
+            forbidden_hits = {i for ids in shown for i in ids} & forbidden
+            tallies[rung].add([q["group"]] if q.get("group") else [], ranked, relevant, len(forbidden_hits),
+                              ms=ms, embedding_ms=result.explain.embedding_ms)
+    results = {r: t.summary() for r, t in tallies.items()}
+    return {"queries": str(path), "embedder": embedder.name if embedder else None, "rungs": results,
+            "ok": all(r["forbidden_hits"] == 0 for r in results.values())}

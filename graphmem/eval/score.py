@@ -1,0 +1,88 @@
+"""Retrieval measures shared by ``graphmem eval retrieval`` and ``graphmem eval locomo``:
+recall@k, MRR, forbidden hits and latency, per rung (text, semantic, hybrid) and group."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+KS = (5, 10)
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """The p-th percentile (nearest rank) of values; 0 for none."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered) + 0.5) - 1))]
+
+
+@dataclass
+class Tally:
+    """One rung's answers to a query set: per query, recall at each k, reciprocal rank and
+    forbidden hits, grouped (LoCoMo's categories; "all" for every query)."""
+
+    recall: dict[str, dict[int, list[float]]] = field(
+        default_factory=lambda: defaultdict(lambda: {k: [] for k in KS}))
+    rr: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    forbidden: int = 0
+    latency_ms: list[float] = field(default_factory=list)
+    embedding_ms: list[float] = field(default_factory=list)
+
+    def add(self, groups: Iterable[str], ranked: Sequence[str], relevant: set[str],
+            forbidden: int = 0, ms: float = 0.0, embedding_ms: float | None = None) -> None:
+        """One query: its hits' ids best first, its relevant ids, how many forbidden ids
+        it returned, its latency and query-embedding time."""
+        self.latency_ms.append(ms)
+        if embedding_ms is not None:
+            self.embedding_ms.append(embedding_ms)
+        self.forbidden += forbidden
+        first = next((i for i, r in enumerate(ranked, 1) if r in relevant), None)
+        for g in ("all", *groups):
+            for k in KS:
+                self.recall[g][k].append(len(relevant & set(ranked[:k])) / len(relevant) if relevant else 0.0)
+            self.rr[g].append(1 / first if first else 0.0)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "groups": {g: {"queries": len(self.rr[g]), **{f"recall@{k}": round(statistics.fmean(v[k]), 4)
+                                                          for k in KS},
+                           "mrr": round(statistics.fmean(self.rr[g]), 4)}
+                       for g, v in sorted(self.recall.items())},
+            "forbidden_hits": self.forbidden,
+            "latency_ms": {"p50": round(percentile(self.latency_ms, 50), 2),
+                           "p95": round(percentile(self.latency_ms, 95), 2)},
+            "embedding_ms": ({"p50": round(percentile(self.embedding_ms, 50), 2),
+                              "p95": round(percentile(self.embedding_ms, 95), 2)}
+                             if self.embedding_ms else None),
+        }
+
+
+def timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float]:
+    """``fn(*args, **kwargs)`` and its wall time in milliseconds."""
+    started = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, (time.perf_counter() - started) * 1000
+
+
+def table(results: dict[str, dict[str, Any]]) -> str:
+    """Rungs side by side: recall@5/@10 and MRR per group, then forbidden hits and latency."""
+    rungs = list(results)
+    groups = sorted({g for r in results.values() for g in r["groups"]}, key=lambda g: (g != "all", g))
+    lines = [f"{'group':14}" + "".join(f"{r:>26}" for r in rungs),
+             f"{'':14}" + "".join(f"{'R@5   R@10   MRR':>26}" for _ in rungs)]
+    for g in groups:
+        cells = []
+        for r in rungs:
+            s = results[r]["groups"].get(g)
+            cells.append(f"{s['recall@5']:>8.3f} {s['recall@10']:>6.3f} {s['mrr']:>6.3f} (n={s['queries']})"
+                         if s else f"{'-':>26}")
+        lines.append(f"{g:14}" + "".join(f"{c:>26}" for c in cells))
+    lines.append(f"{'forbidden':14}" + "".join(f"{results[r]['forbidden_hits']:>26}" for r in rungs))
+    lines.append(f"{'p50/p95 ms':14}" + "".join(
+        f"{results[r]['latency_ms']['p50']:>17.1f}/{results[r]['latency_ms']['p95']:<8.1f}" for r in rungs))
+    return "\n".join(lines)

@@ -1,0 +1,70 @@
+"""``graphmem eval`` on the real Neo4j: the counter-example set fails (exit 1) when one
+group is broken on purpose and the others still pass; a fixed query set is scored per
+rung and a forbidden hit fails it; LoCoMo's format is loaded and scored per category.
+Every evaluation's throwaway tenant is gone afterwards."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from graphmem import Memory, TaskStateIn
+from graphmem.cli import main
+
+TINY = Path(__file__).parent / "fixtures" / "locomo_tiny.json"  # LoCoMo's format, made up
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def left(mem: Memory, tenant: str) -> int:
+    with mem.db.driver.session(database="neo4j") as s:
+        return s.run("MATCH (n) WHERE n.tenant = $t RETURN count(n) AS n", t=tenant).single()["n"]
+
+
+def test_a_broken_group_fails_the_counterexamples_and_the_rest_pass(mem, monkeypatch):
+    monkeypatch.setattr(Memory, "erase", lambda self, *a, **kw: 0)  # erasure broken on purpose
+    result = invoke("eval", "counterexamples", "--json")
+    report = json.loads(result.output)
+    status = {g["group"]: g["status"] for g in report["groups"]}
+    assert result.exit_code == 1 and not report["ok"]
+    assert status.pop("entity erased") == "fail" and status.pop("semantic paraphrase") == "skip"
+    assert set(status.values()) == {"pass"}, status
+    assert {g["layer"] for g in report["groups"]} == {"write", "retrieval", "context/use", "task/governance"}
+    assert left(mem, report["tenant"]) == 0
+
+
+def test_a_query_set_is_scored_per_rung_and_a_forbidden_hit_fails_it(mem, scope, tmp_path: Path):
+    old = mem.save_task_state(scope, TaskStateIn(task_id="deploy", goal="deploy rollback E-4012 drafted")).id
+    ids = {g: mem.save_task_state(scope, TaskStateIn(task_id=g, goal=goal)).id for g, goal in (
+        ("deploy", "roll back the deploy after the certificate expired"),
+        ("lunch", "order pizza for the team lunch"), ("E-4012", "payment declined with E-4012"))}
+    lines = [{"query": "deploy rollback", "scope": {"tenant": scope.tenant}, "relevant": [ids["deploy"]],
+              "forbidden": [old], "group": "words"},
+             {"query": "E-4012", "scope": {"tenant": scope.tenant}, "relevant": [ids["E-4012"]],
+              "forbidden": [old], "group": "code"}]  # a superseded revision: never legal
+    path = tmp_path / "q.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines))
+    result = invoke("eval", "retrieval", "--queries", str(path), "--embedder", "toy", "--json")
+    report = json.loads(result.output)
+    assert result.exit_code == 0 and set(report["rungs"]) == {"text", "semantic", "hybrid"}
+    for rung in report["rungs"].values():
+        assert rung["groups"]["code"]["mrr"] == 1.0 and rung["forbidden_hits"] == 0
+    assert report["rungs"]["text"]["groups"]["all"]["recall@10"] == 1.0
+    lines[0]["forbidden"] = [ids["lunch"]]  # legal, so the semantic rung (every legal memory) shows it
+    path.write_text("\n".join(json.dumps(x) for x in lines))
+    result = invoke("eval", "retrieval", "--queries", str(path), "--embedder", "toy")
+    assert result.exit_code == 1 and "forbidden" in result.output
+
+
+def test_locomo_format_is_loaded_and_scored_per_category(mem, tmp_path: Path):
+    (tmp_path / "c1.json").write_text(TINY.read_text())  # a folder of conversations
+    result = invoke("eval", "locomo", str(tmp_path), "--embedder", "toy", "--json")
+    report = json.loads(result.output)
+    assert result.exit_code == 0 and report["loaded"] == {**report["loaded"], "turns": 5, "questions": 2}
+    groups = report["rungs"]["hybrid"]["groups"]
+    assert set(groups) == {"all", "multi-hop", "single-hop"} and groups["single-hop"]["recall@5"] == 1.0
+    assert left(mem, report["tenant"]) == 0

@@ -1,0 +1,212 @@
+"""Retrieval by meaning on the real Neo4j (graphmem/retrieval), with the deterministic
+ToyEmbedder: the hard filters decide the candidates before any similarity (a property
+against the text search's own legal set, and ranking against exact cosine over it),
+identifiers stay exact, an erasure takes the vectors, one embedder per scope, a killed
+re-embedding resumes, and MCP and context snapshots carry the mode."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import math
+import uuid
+from decimal import Decimal
+
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+from world import Q1, Q2, World
+
+from graphmem import ExperienceIn, InputError, Memory, Scope, TaskStateIn
+from graphmem.retrieval import Embedder, ToyEmbedder
+
+DAY0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+WORDS = ("widget", "payment", "declined", "deploy", "rollback", "certificate", "pizza", "lunch")
+toy = Embedder(ToyEmbedder(32), name="toy:32")
+
+
+def vectors(mem: Memory, scope: Scope) -> dict[str, list[float] | None]:
+    """Every stored vector of the scope by memory id (a test's own look at the graph)."""
+    with mem.db.driver.session(database="neo4j") as s:
+        rows = s.run("MATCH (n) WHERE (n:Fact OR n:Memory) AND n.tenant = $t "
+                     "RETURN coalesce(n.version_id, n.memory_id) AS id, n.embedding AS v",
+                     t=scope.tenant)
+        return {r["id"]: r["v"] for r in rows}
+
+
+def cosine01(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    return (1 + dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(x * x for x in b)))) / 2
+
+
+# ------------------------------------------------------------------ the legal set
+
+sources = st.lists(st.tuples(st.sampled_from(("primary", "primary", "inference", "user_correction")),
+                             st.integers(0, 3), st.lists(st.sampled_from(WORDS), max_size=3)),
+                   min_size=1, max_size=4)  # (authority, day published, words of the title)
+fact_rows = st.lists(st.tuples(st.sampled_from(("acme", "globex")), st.sampled_from((Q1, Q2)),
+                               st.integers(1, 3), st.integers(0, 3)), max_size=8)
+experiences = st.lists(st.tuples(st.lists(st.sampled_from(WORDS), max_size=4), st.integers(0, 3),
+                                 st.booleans()), max_size=4)
+task_states = st.lists(st.tuples(st.integers(0, 1), st.lists(st.sampled_from(WORDS), max_size=4)),
+                       max_size=3)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(srcs=sources, rows=fact_rows, exps=experiences, tasks=task_states,
+       invalidate=st.none() | st.integers(0, 7), erase=st.none() | st.sampled_from(("acme", "globex")),
+       retract=st.none() | st.integers(0, 3), cutoff_day=st.integers(0, 4),
+       types=st.none() | st.lists(st.sampled_from(("fact", "experience", "task_state")), min_size=1,
+                                  unique=True),
+       entity=st.none() | st.sampled_from(("acme", "globex")), mode=st.sampled_from(("semantic", "hybrid")),
+       query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3))
+def test_every_hit_is_legal_and_ranked_exactly(mem, srcs, rows, exps, tasks, invalidate, erase, retract,
+                                               cutoff_day, types, entity, mode, query):
+    """Every memory says "widget", so a text search for it, exhaustive, gives the legal
+    set; a search by meaning returns exactly that set, in the order of (authority tier,
+    identifiers, fused score) with the similarity of each hit's stored vector."""
+    w = World(mem, Scope(tenant=f"retr-prop-{uuid.uuid4().hex[:12]}"))
+    for i, (authority, day, words) in enumerate(srcs):
+        w.source(f"s{i}", DAY0 + dt.timedelta(days=day), authority=authority,
+                 title=" ".join(["widget", *words]))
+    written = mem.assert_facts(w.scope, [
+        w.fact_in(Decimal(value), f"s{src % len(srcs)}", entity=e, period=period)
+        for e, period, value, src in rows]) if rows else None
+    for words, src, observed in exps:
+        mem.remember_experience(w.scope, ExperienceIn(
+            trigger=" ".join(["widget", *words]), outcome="cleared" if observed else None,
+            evidence=(f"s{src % len(srcs)}",), entities=("acme",)))
+    for task, words in tasks:
+        mem.save_task_state(w.scope, TaskStateIn(task_id=f"task-{task}", goal=" ".join(["widget", *words])))
+    if written and invalidate is not None and written.version_ids:
+        ids = [v for v in written.version_ids if v]
+        if ids:
+            mem.invalidate(w.scope, ids[invalidate % len(ids)], reason="wrong")
+    if retract is not None:
+        mem.retract_source(w.scope, f"s{retract % len(srcs)}", reason="withdrawn")
+    if erase is not None and rows:
+        try:
+            mem.erase(w.scope, entity=erase, reason="asked to forget", by="test")
+        except Exception as exc:  # noqa: BLE001 - an entity never written cannot be erased
+            note(f"erase: {exc}")
+    options = {"cutoff": DAY0 + dt.timedelta(days=cutoff_day, hours=12), "types": types, "entity": entity}
+    legal = w.search("widget", limit=1000, **options)
+    text = " ".join(query)
+    found = w.search(text, limit=1000, mode=mode, embedder=toy, match="any", **options)
+    note(f"legal {[h.memory_id for h in legal.hits]}; found {[h.rank.why for h in found.hits]}")
+    assert sorted(h.memory_id for h in found.hits) == sorted(h.memory_id for h in legal.hits)
+    assert found.query.mode == mode and found.explain.kept == len(legal.hits)
+    stored, q = vectors(mem, w.scope), toy.query(text)
+    for h in found.hits:  # the score shown is the stored vector's exact similarity
+        assert h.rank.semantic_score == pytest.approx(cosine01(stored[h.memory_id], q), abs=1e-6)
+    keys = [(-(h.rank.authority.rank if h.rank.authority else 0), -h.rank.identifiers, -h.rank.fused_score)
+            for h in found.hits]
+    assert all(a[:2] < b[:2] or a[:2] == b[:2] and a[2] <= b[2] + 1e-9 for a, b in itertools.pairwise(keys))
+    if mode == "semantic":
+        assert all(h.rank.fused_score == pytest.approx(h.rank.semantic_score, abs=1e-9) for h in found.hits)
+
+
+# ------------------------------------------------------------------ behaviour
+
+
+@pytest.fixture
+def w(mem: Memory, scope: Scope) -> World:
+    return World(mem, scope)
+
+
+def test_an_identifier_ranks_the_memory_holding_it_first(w):
+    for text in ("payment declined with error code insufficient funds",
+                 "payment declined error insufficient funds again",
+                 "declined payment error E-4012"):
+        w.mem.save_task_state(w.scope, TaskStateIn(task_id=uuid.uuid4().hex[:8], goal=text))
+    for mode in ("semantic", "hybrid"):
+        found = w.search("payment declined error insufficient funds E-4012", mode=mode, embedder=toy)
+        assert "E-4012" in found.hits[0].task_state.goal, found.hits[0].rank.why
+        assert found.hits[0].rank.identifiers == 1 and found.hits[1].rank.identifiers == 0
+
+
+def test_a_paraphrase_found_by_meaning_that_text_misses(w):
+    w.mem.save_task_state(w.scope, TaskStateIn(task_id="t1", goal="the certificates expired overnight"))
+    w.mem.save_task_state(w.scope, TaskStateIn(task_id="t2", goal="lunch order for the team"))
+    assert w.search("certificate expiry", match="all").status == "not_found"
+    found = w.search("certificate expiry", mode="semantic", embedder=toy)
+    assert found.hits[0].task_state.task_id == "t1" and found.explain.embedding_ms is not None
+
+
+def test_erasure_takes_the_vectors_and_the_hit(w):
+    w.source("s1", DAY0, title="incident report")
+    w.mem.remember_experience(w.scope, ExperienceIn(trigger="tls certificate expired during deploy",
+                                                    outcome="rolled back", evidence=("s1",),
+                                                    entities=("acme",)))
+    w.fact(Decimal(7), "s1")
+    found = w.search("certificate expired", mode="hybrid", embedder=toy)
+    assert len(found.hits) == 2 and all(v for v in vectors(w.mem, w.scope).values())
+    w.mem.erase(w.scope, entity="acme", reason="forget acme", by="test")
+    assert all(v is None for v in vectors(w.mem, w.scope).values())
+    assert w.search("certificate expired", mode="hybrid", embedder=toy).status == "not_found"
+
+
+def test_another_embedder_is_refused_in_a_scope(w):
+    w.mem.save_task_state(w.scope, TaskStateIn(task_id="t1", goal="deploy the widget"))
+    w.search("widget", mode="semantic", embedder=toy)
+    for other in (Embedder(ToyEmbedder(16), name="toy:16"), Embedder(ToyEmbedder(32), name="other")):
+        with pytest.raises(InputError, match="toy:32"):
+            w.search("widget", mode="semantic", embedder=other)
+    with pytest.raises(InputError, match="embedder"):
+        w.search("widget", mode="semantic")  # none configured
+    with pytest.raises(InputError, match="mode"):
+        w.search("widget", mode="fuzzy", embedder=toy)
+
+
+def test_a_killed_re_embedding_resumes_and_searches_wait_for_it(w):
+    w.source("s1", DAY0, title="widget inventory")
+    w.mem.assert_facts(w.scope, [w.fact_in(Decimal(i), "s1", attribute=f"widget_{i}") for i in range(70)])
+    assert w.mem.embed(w.scope, embedder=toy)["embedded"] == 70
+    calls = []
+
+    def dying(texts):
+        calls.append(len(texts))
+        if len(calls) == 2:
+            raise KeyboardInterrupt("killed")
+        return ToyEmbedder(16)(texts)
+
+    new = Embedder(dying, name="toy:16", dims=16)
+    with pytest.raises(InputError, match="toy:32"):
+        w.mem.embed(w.scope, embedder=new)  # another model only with switch
+    with pytest.raises(KeyboardInterrupt):
+        w.mem.embed(w.scope, embedder=new, switch=True)
+    with pytest.raises(InputError, match="re-embedded"):
+        w.search("widget", mode="semantic", embedder=toy)
+    seen = []
+    report = w.mem.embed(w.scope, embedder=new, switch=True, progress=lambda d, t: seen.append((d, t)))
+    assert report["embedded"] == 70 - 64 and report["switched"] and seen[-1] == (6, 6)
+    assert w.search("widget 7", mode="semantic", embedder=new).hits
+    with pytest.raises(InputError, match="toy:16"):
+        w.search("widget", mode="semantic", embedder=toy)
+
+
+def test_the_context_and_trace_record_the_mode(w):
+    w.mem.save_task_state(w.scope, TaskStateIn(task_id="t1", goal="roll back the widget release"))
+    w.mem.save_task_state(w.scope, TaskStateIn(task_id="t2", goal="order lunch"))
+    found = w.search("rollback", mode="hybrid", embedder=toy, limit=1)
+    ctx = w.mem.build_context(w.scope, task_id="job", memories=found, token_budget=500)
+    assert ctx.query.mode == "hybrid" and ctx.query.embedder == "toy:32"
+    other = next(h for h in w.search("rollback lunch", mode="semantic", embedder=toy).hits
+                 if h.memory_id != found.hits[0].memory_id)
+    trace = w.mem.trace(w.scope, ctx.snapshot_id, other.memory_id)
+    assert trace.outcome == "not_considered"  # legal, ranked below the limit: not "not found"
+
+
+def test_mcp_search_takes_the_mode(w):
+    pytest.importorskip("mcp")
+    from test_mcp import call, ok
+
+    from graphmem.integrations.mcp import FixedAccess, build_server
+    w.mem.save_task_state(w.scope, TaskStateIn(task_id="t1", goal="the certificates expired overnight"))
+    mem = Memory(w.mem.db.driver, embedder=toy)
+    server = build_server(mem, FixedAccess(w.scope, "agent"))
+    assert ok(call(server, "search", text="certificate expiry"))["status"] == "not_found"
+    found = ok(call(server, "search", text="certificate expiry", mode="semantic"))
+    assert found["status"] == "found" and found["hits"][0]["rank"]["semantic_score"] > 0.5
+    assert ok(call(server, "search", text="certificate expiry", mode="hybrid"))["status"] == "found"
