@@ -132,7 +132,7 @@ def server_start(home: Path | None, port: int, heap: str, pagecache: str,
     """Build the launcher if needed, start it, wait until Bolt answers."""
     cfg = _recovered(_config(home, port, heap=heap, pagecache=pagecache, password=password,
                              tx_timeout=tx_timeout, lock_timeout=lock_timeout))
-    st = srv.start(cfg, timeout=timeout)
+    st = srv.start(cfg, timeout=timeout, warm=True)
     click.echo(f"started pid {st.pid}: {st.uri} (home {cfg.home})")
     click.echo(f"export GRAPHMEM_NEO4J_URI={st.uri}")
 
@@ -205,7 +205,7 @@ def _connect(start: bool = False) -> Memory:
         if not start:
             raise ServerError("no Neo4j: set GRAPHMEM_NEO4J_URI or run `graphmem server start`")
         click.echo(f"starting Neo4j (embedded launcher, home {cfg.home}) ...", err=True)
-        st = srv.start(_recovered(cfg))
+        st = srv.start(_recovered(cfg), warm=True)
     password = os.environ.get("GRAPHMEM_NEO4J_PASSWORD")  # as `server start` used it
     auth = (os.environ.get("GRAPHMEM_NEO4J_USER", "neo4j"), password) if password else None
     return Memory.connect(st.uri or cfg.uri, auth, retry=retry, timeouts=timeouts)

@@ -219,10 +219,11 @@ def tied() -> Callable[[], None] | None:
     return tie
 
 
-def start(cfg: ServerConfig, timeout: float = 180.0, *, tie: bool = False) -> ServerStatus:
+def start(cfg: ServerConfig, timeout: float = 180.0, *, tie: bool = False, warm: bool = False) -> ServerStatus:
     """Build if needed, start the launcher in the background and wait for Bolt. ``tie``:
     the launcher dies with this process (a bootstrap's staging server: :func:`tied`);
-    otherwise it outlives it."""
+    otherwise it outlives it. ``warm``: then plan graphmem's usual first calls on it,
+    in a process of its own (graphmem.warm), so that this returns at once."""
     current = status(cfg)
     if current.running:
         raise ServerError(
@@ -272,13 +273,23 @@ def start(cfg: ServerConfig, timeout: float = 180.0, *, tie: bool = False) -> Se
                 f"log {cfg.log_file}"), _log_tail(cfg))
         try:
             wait_for_bolt(cfg.uri, auth, timeout=2)
-            return status(cfg)
         except ServerError:
             continue
+        if warm:
+            _warm(cfg, env)
+        return status(cfg)
     _terminate(proc.pid, 30)
     cfg.pid_file.unlink(missing_ok=True)
     raise _noted(ServerError(f"Bolt did not answer on {cfg.uri} within {timeout:.0f}s; "
                              f"log {cfg.log_file}"), _log_tail(cfg))
+
+
+def _warm(cfg: ServerConfig, env: dict[str, str]) -> None:
+    """``python -m graphmem.warm`` on ``cfg``'s server, detached: it outlives this process
+    and ends once the plans are made (its line in the launcher's log)."""
+    with open(cfg.log_file, "ab") as log:
+        subprocess.Popen([sys.executable, "-m", "graphmem.warm", cfg.uri], stdout=log, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, env=env, start_new_session=True)
 
 
 def _terminate(pid: int, timeout: float) -> None:

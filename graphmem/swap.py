@@ -247,7 +247,7 @@ def replace(cfg: srv.ServerConfig, staged: Path) -> None:
     checkpoint("swap")
     staged.rename(cfg.data_dir)
     try:
-        srv.start(cfg)
+        srv.start(cfg, warm=True)
     except BaseException:
         srv.stop(cfg)
         _write(cfg.home, changed(journal, direction="back"))
