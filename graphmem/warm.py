@@ -72,16 +72,16 @@ CALLS = {f"{name} ({len(tenant)})": call for tenant in ("warm", "graphmem-warm")
          for name, call in _calls(Scope(tenant=tenant)).items()}
 
 
-def warm(driver: neo4j.Driver, database: str | None = None,
-         stop: threading.Event | None = None) -> dict[str, float]:
-    """Plan the statements of :data:`CALLS` on ``driver``'s server; seconds per call.
-    ``stop`` set: no further call starts."""
+def warm(driver: neo4j.Driver, database: str | None = None, stop: threading.Event | None = None,
+         calls: dict[str, Callable[[Any], Any]] = CALLS) -> dict[str, float]:
+    """Plan the statements of ``calls`` on ``driver``'s server; seconds per call. ``stop``
+    set: no further call starts."""
     from .memory import Memory  # memory imports this module
 
     planning = Memory(driver, database, retry=RetryPolicy(attempts=1))
     planning.db.queries = PLANNED
     seconds = {}
-    for name, call in CALLS.items():
+    for name, call in calls.items():
         if stop is not None and stop.is_set():
             break
         clock = time.monotonic()
