@@ -4,8 +4,8 @@ Neo4j plans a statement the first time its server sees the statement's text with
 parameters' types (the executable query cache, per database), and on a server just
 started its planner is cold as well: the first ``as_of``, ``screen`` or ``search`` after a
 start took many times a warm call. :func:`warm` makes the calls an agent or a user makes
-first (as_of, facts_as_of, history, entity, screen, search, and search as the LangGraph
-store calls it) through a *planning-only* Memory: the same code, so the same statement
+first (as_of, facts_as_of, history, entity, screen, search, and the LangGraph store's
+search: its namespaces, then a search of each) through a *planning-only* Memory: the same code, so the same statement
 texts and parameter types, each statement prefixed with ``EXPLAIN``, which plans it and
 caches the plan (``EXPLAIN`` is not part of the cache key) without running it: nothing is
 read or written, whatever the statement. The answers are empty, so a call may stop early
@@ -64,8 +64,17 @@ def _calls(s: Scope) -> dict[str, Callable[[Any], Any]]:
         "screen": lambda m: m.screen(s, attribute="a", frame="CY2000", cutoff=_AT),
         "search": lambda m: m.search(s, text="warm", cutoff=_AT),
         "search sentence": lambda m: m.search(s, text=_SENTENCE, cutoff=_AT),
-        "search store": lambda m: m.search(s, text="warm", types=("fact",), entity="e", match="any"),
+        "search entity": lambda m: m.search(s, text="warm", types=("fact",), entity="e", match="any"),
+        "store search": lambda m: _store(m, s.tenant).search(("warm",), query="warm"),
     }
+
+
+def _store(memory: Any, tenant: str) -> Any:
+    """A LangGraph store on ``memory`` (an optional extra: without it, an ImportError ends
+    this call like any other)."""
+    from .integrations.langgraph import GraphmemStore
+
+    return GraphmemStore(memory, tenant=tenant)
 
 
 CALLS = {f"{name} ({len(tenant)})": call for tenant in ("warm", "graphmem-warm")
