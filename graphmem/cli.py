@@ -106,6 +106,15 @@ def _config(home: Path | None, port: int, **extra: Any) -> srv.ServerConfig:
     return srv.ServerConfig(home=home or srv.default_home(), port=port, **extra)
 
 
+def _recovered(cfg: srv.ServerConfig) -> srv.ServerConfig:
+    """``cfg``, once what a killed bootstrap left in its home is dealt with (said on stderr)."""
+    from . import swap
+
+    for line in swap.recover(cfg):
+        click.echo(f"graphmem: {line}", err=True)
+    return cfg
+
+
 @main.group()
 def server() -> None:
     """Run Neo4j locally through the embedded launcher (no Docker needed)."""
@@ -125,9 +134,9 @@ def server() -> None:
 def server_start(home: Path | None, port: int, heap: str, pagecache: str,
                  password: str | None, timeout: float, tx_timeout: float, lock_timeout: float) -> None:
     """Build the launcher if needed, start it, wait until Bolt answers."""
-    cfg = _config(home, port, heap=heap, pagecache=pagecache, password=password,
-                  tx_timeout=tx_timeout, lock_timeout=lock_timeout)
-    st = srv.start(cfg, timeout=timeout)
+    cfg = _recovered(_config(home, port, heap=heap, pagecache=pagecache, password=password,
+                             tx_timeout=tx_timeout, lock_timeout=lock_timeout))
+    st = srv.start(cfg, timeout=timeout, warm=True)
     click.echo(f"started pid {st.pid}: {st.uri} (home {cfg.home})")
     click.echo(f"export GRAPHMEM_NEO4J_URI={st.uri}")
 
@@ -143,13 +152,27 @@ def server_stop(home: Path | None, port: int) -> None:
 @server.command("status")
 @_server_options
 def server_status(home: Path | None, port: int) -> None:
-    """Say whether the launcher runs; exit 3 when it does not."""
-    st = srv.status(_config(home, port))
-    if st.running:
-        click.echo(f"running pid {st.pid}: {st.uri} (home {st.home})")
-    else:
-        click.echo(f"not running (home {st.home})")
-        sys.exit(3)
+    """Say whether the launcher runs, and what replaced databases are kept; exit 3 when
+    it does not run."""
+    from . import swap
+
+    cfg = _recovered(_config(home, port))
+    st = srv.status(cfg)
+    click.echo(f"running pid {st.pid}: {st.uri} (home {st.home})" if st.running else f"not running (home {st.home})")
+    for copy in swap.kept(cfg):
+        click.echo(f"{copy.line()}; `graphmem server prune` deletes it")
+    sys.exit(0 if st.running else 3)
+
+
+@server.command("prune")
+@_server_options
+def server_prune(home: Path | None, port: int) -> None:
+    """Delete the kept copies of replaced databases and the staging folders kept with
+    --keep-work (what `server status` lists as kept)."""
+    from . import swap
+
+    gone = swap.prune(_recovered(_config(home, port)))
+    click.echo("\n".join(f"deleted {copy.line().removeprefix('kept: ')}" for copy in gone) or "nothing kept")
 
 
 @main.command()
@@ -186,7 +209,7 @@ def _connect(start: bool = False) -> Memory:
         if not start:
             raise ServerError("no Neo4j: set GRAPHMEM_NEO4J_URI or run `graphmem server start`")
         click.echo(f"starting Neo4j (embedded launcher, home {cfg.home}) ...", err=True)
-        st = srv.start(cfg)
+        st = srv.start(_recovered(cfg), warm=True)
     password = os.environ.get("GRAPHMEM_NEO4J_PASSWORD")  # as `server start` used it
     auth = (os.environ.get("GRAPHMEM_NEO4J_USER", "neo4j"), password) if password else None
     return Memory.connect(st.uri or cfg.uri, auth, retry=retry, timeouts=timeouts,
@@ -519,7 +542,8 @@ def _bootstrap(load: Any, home: Path | None, port: int, replace: bool, password:
                 f"@{csv_root or files.folder}/import.args`, start the database, then run `graphmem bootstrap finish`")
     else:
         cfg = _config(home, port, heap=heap, pagecache=pagecache, password=password)
-        loaded, report = offline.bootstrap(cfg, load, replace=replace, keep=keep_work)
+        loaded, report = offline.bootstrap(cfg, load, replace=replace, keep=keep_work,
+                                           say=lambda line: click.echo(f"graphmem: {line}", err=True))
         summary, done = dataclasses.asdict(report), render.bootstrap_report(report)
     universe = isinstance(loaded, edgar.UniverseReport)
     if as_json:

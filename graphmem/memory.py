@@ -21,6 +21,7 @@ from . import context as contexts
 from . import facts, governance, limits, lineage, retrieval, schema, values
 from . import screen as screening
 from . import search as searching
+from . import warm as warming
 from .db import Database, RetryPolicy, Timeouts, Tx
 from .errors import InputError, NotFoundError
 from .models import (
@@ -161,7 +162,9 @@ class Memory:
     names the scope keys (beside the tenant) that every call must carry; ``retry`` bounds
     how long transient faults are retried and ``timeouts`` how long one transaction may
     run (see graphmem/db.py); ``clock`` is for tests only (production stamps
-    ``recorded_at`` with the server's transaction time).
+    ``recorded_at`` with the server's transaction time). ``warm``: plan the statements of
+    the usual first calls on a background thread (graphmem.warm), so that the first call
+    after a server start does not wait for its plans.
 
     Idempotency. A lost commit acknowledgement (the server or the connection dropped
     while a commit was in flight) is retried for every call whose second run records
@@ -186,6 +189,7 @@ class Memory:
         clock: Clock | None = None,
         chunk_size: int = 500,
         embedder: Any = None,
+        warm: bool = False,
     ):
         # Always name the database: the driver then skips resolving the user's home
         # database before each session (a round trip on clusters and Aura).
@@ -195,6 +199,7 @@ class Memory:
         self._chunk_size = limits.check_int("chunk_size", chunk_size, 1, limits.CHUNK_SIZE)
         # semantic and hybrid search (graphmem/retrieval): None keeps search full-text only
         self._embedder = retrieval.as_embedder(embedder)
+        self._warmer = warming.Warmer(driver, self._db.database) if warm else None
 
     # ------------------------------------------------------------ lifecycle
 
@@ -227,6 +232,8 @@ class Memory:
         return cls.connect(uri, auth, os.environ.get("GRAPHMEM_NEO4J_DATABASE") or None, **options)
 
     def close(self) -> None:
+        if self._warmer is not None:
+            self._warmer.stop()
         self._db.driver.close()
 
     def __enter__(self) -> Memory:

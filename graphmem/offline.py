@@ -16,19 +16,21 @@
    importer cannot write (``bootstrap.entity_aliases``, ``bootstrap.key_flags``), then
    the schema objects (constraints, indexes, the full-text index; no data migration,
    ``schema.fresh``), populated before it returns;
-5. **swap**: stop the target, move its database aside, move the new one in, start the
-   target's server on it; if that start fails, the old database goes back and its
-   server is started again. The old database is deleted only once the new one answers.
+5. **swap** (graphmem.swap): stop the target, move its database aside, move the new one
+   in, start the target's server on it; if that start fails, the old database goes
+   back and its server is started again. The old database is deleted only once the
+   new one answers.
 
 Until step 5 nothing of the target is touched, so a failure (bad input, the importer,
 a migration, a kill) leaves the old database where it was, serving as before; the
-staging folder is removed (``keep=True`` keeps it, for a look at the CSV files).
+staging folder is removed (``keep=True`` keeps it, for a look at the CSV files). Step 5
+is journaled (graphmem.swap): after a kill in it, the next command that touches the home
+serves the old database or the whole new one, and says which. A first bootstrap takes
+the same route with no old database: a kill before its swap leaves the home without one.
 
-A home without a database (a first bootstrap) has nothing to keep serving: there, the
-imported database is moved into place before step 4, whose server is then the target's
-own and keeps running (one server start and stop fewer). A failure in step 4 moves it
-out again; a kill in step 4 leaves it in place, loaded but without its indexes, which
-the next ``migrate()`` (any ``graphmem load``) completes.
+The bootstrap holds the home's lock throughout (one at a time), and its child JVMs (the
+importer, the staging server) are tied to it: they die with it (``server.tied``), and
+what a kill leaves anyway is removed by the next command (``swap.recover``).
 
 The importer's memory (:class:`Sizes`) is chosen from the machine's available memory:
 with too little off-heap memory it makes several passes over the relationships. The
@@ -56,7 +58,7 @@ from typing import Any, TypeVar
 
 import neo4j
 
-from . import schema
+from . import schema, swap
 from . import server as srv
 from .bulk import Build, Totals
 from .db import Database
@@ -81,6 +83,7 @@ class BootstrapReport:
     peak_rss_mb: dict[str, float] = field(default_factory=dict)  # importer, server (JVMs)
     memory: dict[str, str] = field(default_factory=dict)  # the importer's (Sizes)
     replaced: bool = False
+    recovered: list[str] = field(default_factory=list)  # what a killed bootstrap had left (swap.recover)
 
 
 def _free_port() -> int:
@@ -167,10 +170,15 @@ def run_importer(data_dir: Path, files: ImportInput, *, heap: str = "1g", off_he
            f"--max-off-heap-memory={off_heap}", f"--report-file={data_dir.parent / 'import.report'}",
            *([f"--threads={threads}"] if threads else []), *files.import_args()]
     env = {**os.environ, "NEO4J_HOME": str(data_dir), "NEO4J_CONF": str(conf)}
+    pid_file = data_dir.parent / swap.IMPORTER_PID  # for the next run, should it outlive a kill of this one
     with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                preexec_fn=srv.tied())
+        pid_file.write_text(str(proc.pid))
+        swap.checkpoint("import")
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
+    pid_file.unlink(missing_ok=True)
     if proc.returncode != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
         raise ServerError(f"the importer failed (exit {proc.returncode}); log {log}:\n{tail}")
@@ -187,12 +195,14 @@ def finish(mem: Memory) -> int:
     return schema.complete(mem.db)
 
 
-def _finish(cfg: srv.ServerConfig, report: BootstrapReport, stop: bool = True) -> None:
-    """``finish`` on a server started on ``cfg``'s database (its steps timed and its JVM's
-    peak memory noted in ``report``), stopped after (``stop``) or on a failure."""
+def _finish(cfg: srv.ServerConfig, report: BootstrapReport) -> None:
+    """``finish`` on a server started on the staging database ``cfg`` and tied to this
+    process (its steps timed and its JVM's peak memory noted in ``report``), stopped
+    after."""
     clock = time.monotonic()
-    status = srv.start(cfg)
+    status = srv.start(cfg, tie=True)
     report.seconds["finish: start"] = time.monotonic() - clock
+    swap.checkpoint("finish")
     try:
         clock = time.monotonic()
         with Memory(_driver(cfg.uri, cfg.password)) as mem:
@@ -202,35 +212,9 @@ def _finish(cfg: srv.ServerConfig, report: BootstrapReport, stop: bool = True) -
     except BaseException:
         srv.stop(cfg)
         raise
-    if stop:
-        clock = time.monotonic()
-        srv.stop(cfg)
-        report.seconds["finish: stop"] = time.monotonic() - clock
-
-
-def swap(cfg: srv.ServerConfig, staged: Path, running: bool) -> None:
-    """Put the database in ``staged`` (a launcher data directory) in place of the
-    target's and start the target's server on it; on failure, the old one goes back."""
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
-    aside = cfg.home / f"neo4j.replaced-{stamp}"
-    if running:
-        srv.stop(cfg)
-    had_old = cfg.data_dir.exists()
-    if had_old:
-        cfg.data_dir.rename(aside)
-    staged.rename(cfg.data_dir)
-    try:
-        srv.start(cfg)
-    except BaseException:
-        srv.stop(cfg)
-        cfg.data_dir.rename(staged)
-        if had_old:
-            aside.rename(cfg.data_dir)
-            if running:
-                srv.start(cfg)
-        raise
-    if had_old:
-        shutil.rmtree(aside, ignore_errors=True)
+    clock = time.monotonic()
+    srv.stop(cfg)
+    report.seconds["finish: stop"] = time.monotonic() - clock
 
 
 class _Probe:
@@ -246,7 +230,7 @@ class _Probe:
         self._lock = threading.Lock()
         if given is None and target is None:
             self._pool = ThreadPoolExecutor(1)
-            self._started = self._pool.submit(srv.start, stage)
+            self._started = self._pool.submit(srv.start, stage, tie=True)
 
     def database(self) -> Database:
         with self._lock:
@@ -308,63 +292,61 @@ def export(folder: Path, load: Callable[[Build], T], *, root: str | None = None,
     return result, totals, files
 
 
-def _clean_stale(home: Path) -> None:
-    """Staging folders of bootstraps that were killed (their process is gone): their
-    server is stopped if it still runs (a launcher outlives its parent), and the folder
-    deleted."""
-    for folder in home.glob("bootstrap-*-*"):
-        pid = folder.name.rpartition("-")[2]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            srv.stop(srv.ServerConfig(home=folder / "server"))
-            shutil.rmtree(folder, ignore_errors=True)
-
-
 def bootstrap(cfg: srv.ServerConfig, load: Callable[[Build], T], *, replace: bool = False,
-              probe: Database | None = None, keep: bool = False,
-              sizes: Sizes | None = None) -> tuple[T, BootstrapReport]:
+              probe: Database | None = None, keep: bool = False, sizes: Sizes | None = None,
+              say: Callable[[str], None] = lambda line: None) -> tuple[T, BootstrapReport]:
     """Build a new database from what ``load`` writes into a Build, and serve it from
     ``cfg``'s launcher (see the module docstring). ``probe``: a database for the
     search-text probe (tests pass theirs; nothing is written to it). ``sizes``: the
-    importer's memory (by default ``Sizes.of_machine()``)."""
+    importer's memory (by default ``Sizes.of_machine()``). ``say`` gets each line of
+    what was done first to what a killed bootstrap left in the home (``swap.recover``;
+    also in ``report.recovered``)."""
     sizes = sizes or Sizes.of_machine()
     started = time.monotonic()
     report = BootstrapReport(home=str(cfg.home), uri=cfg.uri)
-    running = check_target(cfg, replace)
-    _clean_stale(cfg.home)
-    report.replaced = running or cfg.data_dir.exists()
-    staging = cfg.home / f"bootstrap-{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
-    stage = srv.ServerConfig(home=staging / "server", port=_free_port(), heap=cfg.heap, pagecache=cfg.pagecache)
-    try:
-        clock = time.monotonic()
-        probing = _Probe(probe, srv.status(cfg).uri if running else None, cfg.password, stage)
+    with swap.exclusive(cfg.home):
+        for line in swap.recover(cfg):
+            report.recovered.append(line)
+            say(line)
+        running = check_target(cfg, replace)
+        report.replaced = running or cfg.data_dir.exists()
+        staging = cfg.home / f"{swap.STAGING}{dt.datetime.now(dt.UTC).strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+        stage = srv.ServerConfig(home=staging / "server", port=_free_port(), heap=cfg.heap,
+                                 pagecache=cfg.pagecache)
         try:
-            result, report.totals, files = build_input(staging / "csv", staging / "spool", load,
-                                                       probing.database)
+            result = _build_and_swap(cfg, stage, load, report, sizes, probe, running, keep)
         finally:
-            probing.close()
-        report.files = files.rows
-        report.seconds["build"] = time.monotonic() - clock
-        clock = time.monotonic()
-        report.memory = dataclasses.asdict(sizes)
-        report.peak_rss_mb["importer"] = run_importer(stage.data_dir, files, heap=sizes.importer_heap,
-                                                      off_heap=sizes.importer_off_heap)
-        report.seconds["import"] = time.monotonic() - clock
-        if not keep:
-            shutil.rmtree(files.folder, ignore_errors=True)
-        if report.replaced:
-            _finish(stage, report)
-            clock = time.monotonic()
-            swap(cfg, stage.data_dir, running)
-            report.seconds["swap"] = time.monotonic() - clock
-        else:  # no database to keep serving: finish this one in place, on the target's own server
-            stage.data_dir.rename(cfg.data_dir)
-            try:
-                _finish(cfg, report, stop=False)
-            except BaseException:
-                cfg.data_dir.rename(stage.data_dir)  # out of the target's place, deleted with the staging folder
-                raise
-    finally:
-        if not keep:
-            shutil.rmtree(staging, ignore_errors=True)
+            if keep:
+                (staging / swap.KEPT_WORK).touch()
+            else:
+                shutil.rmtree(staging, ignore_errors=True)
     report.seconds["total"] = time.monotonic() - started
     return result, report
+
+
+def _build_and_swap(cfg: srv.ServerConfig, stage: srv.ServerConfig, load: Callable[[Build], T],
+                    report: BootstrapReport, sizes: Sizes, probe: Database | None, running: bool,
+                    keep: bool) -> T:
+    """Steps 2 to 5 of the module docstring, each timed in ``report``."""
+    staging = stage.home.parent
+    clock = time.monotonic()
+    probing = _Probe(probe, srv.status(cfg).uri if running else None, cfg.password, stage)
+    try:
+        result, report.totals, files = build_input(staging / "csv", staging / "spool", load, probing.database)
+    finally:
+        probing.close()
+    report.files = files.rows
+    report.seconds["build"] = time.monotonic() - clock
+    swap.checkpoint("build")
+    clock = time.monotonic()
+    report.memory = dataclasses.asdict(sizes)
+    report.peak_rss_mb["importer"] = run_importer(stage.data_dir, files, heap=sizes.importer_heap,
+                                                  off_heap=sizes.importer_off_heap)
+    report.seconds["import"] = time.monotonic() - clock
+    if not keep:
+        shutil.rmtree(files.folder, ignore_errors=True)
+    _finish(stage, report)
+    clock = time.monotonic()
+    swap.replace(cfg, stage.data_dir)
+    report.seconds["swap"] = time.monotonic() - clock
+    return result

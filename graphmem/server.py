@@ -10,6 +10,7 @@ a clean shutdown. Nothing is ever stopped by process name.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import json
 import math
@@ -18,7 +19,9 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -236,8 +239,29 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def start(cfg: ServerConfig, timeout: float = 180.0) -> ServerStatus:
-    """Build if needed, start the launcher in the background and wait for Bolt."""
+def tied() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that ties a child process's life to this process: on Linux the
+    kernel sends it SIGKILL when this process (the thread that started it) dies
+    (``PR_SET_PDEATHSIG``), and it exits at once if this process died before the tie was
+    made. None elsewhere (a killed bootstrap's children are then stopped by the next one)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    parent = os.getpid()
+
+    def tie() -> None:  # runs in the child, between fork and exec
+        prctl(1, signal.SIGKILL, 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return tie
+
+
+def start(cfg: ServerConfig, timeout: float = 180.0, *, tie: bool = False, warm: bool = False) -> ServerStatus:
+    """Build if needed, start the launcher in the background and wait for Bolt. ``tie``:
+    the launcher dies with this process (a bootstrap's staging server: :func:`tied`);
+    otherwise it outlives it. ``warm``: then plan graphmem's usual first calls on it,
+    in a process of its own (graphmem.warm), so that this returns at once."""
     current = status(cfg)
     if current.running:
         raise ServerError(
@@ -274,7 +298,7 @@ def start(cfg: ServerConfig, timeout: float = 180.0) -> ServerStatus:
     with open(cfg.log_file, "ab") as log:
         proc = subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=env, start_new_session=True,
+            env=env, start_new_session=True, preexec_fn=tied() if tie else None,
         )
     cfg.pid_file.write_text(json.dumps({"pid": proc.pid, "uri": cfg.uri, "port": cfg.port}))
     auth = ("neo4j", cfg.password) if cfg.password else None
@@ -287,13 +311,23 @@ def start(cfg: ServerConfig, timeout: float = 180.0) -> ServerStatus:
                 f"log {cfg.log_file}"), _log_tail(cfg))
         try:
             wait_for_bolt(cfg.uri, auth, timeout=2)
-            return status(cfg)
         except ServerError:
             continue
+        if warm:
+            _warm(cfg, env)
+        return status(cfg)
     _terminate(proc.pid, 30)
     cfg.pid_file.unlink(missing_ok=True)
     raise _noted(ServerError(f"Bolt did not answer on {cfg.uri} within {timeout:.0f}s; "
                              f"log {cfg.log_file}"), _log_tail(cfg))
+
+
+def _warm(cfg: ServerConfig, env: dict[str, str]) -> None:
+    """``python -m graphmem.warm`` on ``cfg``'s server, detached: it outlives this process
+    and ends once the plans are made (its line in the launcher's log)."""
+    with open(cfg.log_file, "ab") as log:
+        subprocess.Popen([sys.executable, "-m", "graphmem.warm", cfg.uri], stdout=log, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, env=env, start_new_session=True)
 
 
 def _terminate(pid: int, timeout: float) -> None:

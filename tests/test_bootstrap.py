@@ -37,7 +37,7 @@ from graphmem.loaders.synthetic import MALFORMED, SyntheticUniverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from graphmem import Authority, Entity, FactIn, InputError, Memory, Period, Scope, Source, offline
+from graphmem import Authority, Entity, FactIn, InputError, Memory, Period, Scope, Source, offline, swap
 from graphmem import server as srv
 from graphmem.bulk import Build
 from graphmem.cli import main
@@ -441,7 +441,7 @@ def test_a_new_database_that_does_not_start_is_swapped_back_out(booted, tmp_path
     broken.mkdir()
     (broken / "data").write_text("a file where the store's folder belongs")
     with pytest.raises(ServerError, match="exited"):
-        offline.swap(booted.cfg, broken, running=True)
+        swap.replace(booted.cfg, broken)
     assert (broken / "data").is_file()  # back where it was
     _still_serving(booted)
 
