@@ -168,16 +168,17 @@ def test_revenue_as_a_line_item_follows_teslas_concepts_as_they_were_public(real
         ("CY2018Q1", rfcc, Decimal("3408751000"), ()),
         ("CY2019Q1", revenues, Decimal("4541464000"), (f"{rfcc}: latest CY2018Q3",)),
     ]
-    assert panel.attribute == "item:revenue" and panel.item == "revenue"
+    assert panel.attribute == "item:graphmem-standard:revenue" and panel.item == "revenue"
     cell = panel.cells[1]
-    derived = mem.versions(scope, [cell.version_id])[0]
-    assert derived.attribute == "item:revenue" and derived.value == cell.value
+    assert cell.version_id == cell.reported_version_id == cell.answer.version.version_id  # a read: as reported
+    derived = lineitems.record(mem, scope, revenue, panel)[cell.reported_version_id]  # lineage, when asked
+    assert derived.attribute == "item:graphmem-standard:revenue" and derived.value == cell.value
     assert [(e.kind, e.title) for e in derived.sources] == [("derivation", "lineitem 1")]
-    upstream = mem.lineage(scope, cell.version_id, "upstream")  # the reported fact and its filing
+    upstream = mem.lineage(scope, derived.version_id, "upstream")  # the reported fact and its filing
     filing = cell.filings[0]
     assert {f"f:{cell.reported_version_id}", f"s:{filing}"} <= set(upstream.nodes)
     reached = {i.id for i in mem.impact(scope, source_id=filing).items}
-    assert cell.version_id in reached
+    assert derived.version_id in reached
     screen = mem.screen(scope, attribute=revenue, frame="CY2018Q1", cutoff=cutoffs[1], entities=[TESLA])
     assert screen.choices[TESLA] == {"concept": rfcc, "skipped": []}
     assert screen.answers[0].version.version_id == cell.version_id
