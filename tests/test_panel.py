@@ -16,7 +16,7 @@ import pytest
 from graphmem.loaders import sec
 from world import t
 
-from graphmem import InputError, Memory, Scope
+from graphmem import Authority, Entity, FactIn, InputError, Memory, Period, Scope, Source
 from graphmem.research import lineitems
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -127,6 +127,31 @@ def test_first_reported_against_restated_on_teslas_2015_assets(real):
     plain = mem.panel(scope, attribute="us-gaap:Assets", frames=["CY2015Q4I"], cutoffs=cutoffs,
                       known_at=known_at, entities=[TESLA])
     assert [c.first_value for c in plain.cells] == [None] * 3 and plain.cells[1].value == restated.value
+
+
+def test_first_reported_is_the_first_filing_known_at_known_at_that_still_counts(mem, scope):
+    """Filed 100 (Apr 20), then 101 (May 1); at known_at, a filing of 99 dated Apr 10 was
+    not recorded yet - and it is invalidated since: either way the first report is 100."""
+    q1 = Period(start=dt.date(2024, 1, 1), end=dt.date(2024, 3, 31))
+    mem.put_entity(scope, Entity(id="cik:9", kind="company"))
+
+    def file(accession, day, value):
+        mem.record(scope, sources=[Source(id=accession, kind="10-Q", authority=Authority.PRIMARY,
+                                          publisher="cik:9", available_by=t(day))],
+                   items=[FactIn(entity="cik:9", attribute="us-gaap:Revenues", unit="USD", period=q1,
+                                 value=Decimal(value), sources=(accession,))])
+
+    file("a", "2024-04-20", "100")
+    file("b", "2024-05-01", "101")
+    then = mem.server_now()
+    file("c", "2024-04-10", "99")
+    late = mem.as_of(scope, entity="cik:9", attribute="us-gaap:Revenues", period=q1, cutoff=t("2024-04-15"))
+    mem.invalidate(scope, late.version.version_id, "wrong figure")
+    for known_at in (then, None):
+        panel = mem.panel(scope, attribute="us-gaap:Revenues", frames=["CY2024Q1"], cutoffs=[t("2024-06-30")],
+                          known_at=known_at, first_reported=True)
+        (cell,) = panel.cells
+        assert (cell.value, cell.first_value, cell.restated) == (Decimal("101"), Decimal("100"), True), known_at
 
 
 @pytest.mark.parametrize(("kwargs", "where", "reason"), [
