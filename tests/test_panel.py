@@ -165,6 +165,8 @@ def test_first_reported_is_the_first_filing_known_at_known_at_that_still_counts(
     ({"frames": ["CY2024Q3"], "cutoffs": [t("2025-01-01")] * 2 + ["2025"]}, "cutoffs[2]", "aware datetime"),
     ({"frames": ["CY2024Q3"], "entities": []}, "entities", "empty"),
     ({"frames": ["CY2024Q3"], "first_reported": "yes"}, "first_reported", "True or False"),
+    ({"frames": ["CY2024Q3", "CY2024Q4"], "entities": [f"cik:{n}" for n in range(5_000)],
+      "cutoffs": [t("2025-01-01") + dt.timedelta(days=d) for d in range(501)]}, "cutoffs", "5,010,000 cells"),
 ])
 def test_bad_panel_arguments_are_refused_before_any_query(kwargs, where, reason):
     with Memory.connect("bolt://127.0.0.1:9") as offline:

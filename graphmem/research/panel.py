@@ -37,7 +37,7 @@ statement, used for every read (a screen without it uses its own statement's tim
 
 Bounds, checked before any query: those of a screen, at most ``limits.PANEL_CUTOFFS``
 cutoffs and ``limits.PANEL_FRAMES`` frames; at most ``limits.PANEL_CELLS`` cells, checked
-when the universe is known.
+before any query when ``entities`` are given, else once the universe is known.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ from .. import facts, limits
 from .. import screen as screening
 from ..db import Tx
 from ..errors import InputError
-from ..models import Answer, Explain, FactValue, FactVersion, Period, _Model, _Tabular
+from ..models import Answer, Explain, FactValue, Period, _Model, _Tabular
 from ..values import epoch, from_micros
 
 LATEST: dict[str, tuple[int, int] | None] = {
@@ -206,7 +206,15 @@ def make_query(*, attribute: Any, frames: Any, latest: Any, cutoffs: Any, known_
     base = screening.make_query(attribute=attribute, selection=None, cutoff=times[0], known_at=known_at,
                                 entities=entities, unit=unit, definition=definition, require=require,
                                 sort="entity")
+    if base.entities is not None:
+        _cells(len(base.entities) * len(times) * max(1, len(selections)))
     return Query(base, selections, kind, times, first_reported)
+
+
+def _cells(cells: int) -> None:
+    if cells > limits.PANEL_CELLS:
+        raise InputError("cutoffs", f"the panel would have {cells:,} cells, more than "
+                                    f"{limits.PANEL_CELLS:,}: ask fewer cutoffs, frames or entities")
 
 
 # ---------------------------------------------------------------- the plan
@@ -316,10 +324,7 @@ def plan(q: Query, row: dict[str, Any]) -> _Plan:
     entities = row["entities"]
     universes = [[e["id"] for e in entities if q.base.entities is not None
                   or (e["first"] is not None and e["first"] <= m)] for m in micros]
-    cells = sum(len(u) for u in universes) * max(1, len(q.frames))
-    if cells > limits.PANEL_CELLS:
-        raise InputError("cutoffs", f"the panel would have {cells:,} cells, more than "
-                                    f"{limits.PANEL_CELLS:,}: ask fewer cutoffs, frames or entities")
+    _cells(sum(len(u) for u in universes) * max(1, len(q.frames)))
     keys: dict[str, list[_Key]] = {}
     for e in entities:
         for k in e["keys"]:
@@ -334,13 +339,9 @@ def plan(q: Query, row: dict[str, Any]) -> _Plan:
 # ---------------------------------------------------------------- the cells
 
 
-def _shown(answer: Answer) -> list[FactVersion]:
-    return [answer.version] if answer.version else list(answer.candidates)
-
-
 def _cell(answer: Answer, frame: str | None, cutoff: dt.datetime) -> PanelCell:
     answer = answer if answer.cutoff == cutoff else answer.model_copy(update={"cutoff": cutoff})
-    shown = _shown(answer)
+    shown = screening._shown(answer)
     v = answer.version
     return PanelCell(entity=answer.entity, frame=frame, cutoff=cutoff, status=answer.status, answer=answer,
                      value=v.value if v else None, unit=shown[0].unit if shown else None,
