@@ -172,9 +172,11 @@ def test_the_panel_command_takes_a_line_item(switched, migrated, tmp_path):
     mem, scope = switched
     cutoffs = tmp_path / "cutoffs.txt"
     cutoffs.write_text("# two cutoffs\n2018-03-31\n2019-03-31\n")
+    derivations = mem.counts(scope)["derivations"]
     done = CliRunner().invoke(main, ["panel", "--tenant", scope.tenant, "--item", "revenue", "--frames", "CY2017Q4",
-                                     "--cutoffs", str(cutoffs), "--format", "csv"], env=env(migrated))
+                                     "--cutoffs", str(cutoffs), "--format", "csv", "--record"], env=env(migrated))
     assert done.exit_code == 0, done.output
     rows = [line.split(",") for line in done.output.splitlines()]
     assert rows[0][-2:] == ["concept", "skipped"]
     assert [(r[4], r[-2]) for r in rows[1:]] == [("500", SRN), ("505", RFCC)]
+    assert mem.counts(scope)["derivations"] == derivations + 2  # --record: one per reported version
