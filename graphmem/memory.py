@@ -619,7 +619,8 @@ class Memory:
         statements: each key once per stretch of cutoffs between its evidence times. With
         ``first_reported``, each cell also carries its key's value as first reported and
         whether it was restated. ``attribute`` may be a line item of a family
-        (graphmem/research/lineitems.py). See graphmem/research/panel.py."""
+        (graphmem/research/lineitems.py; a read: ``lineitems.record`` records its
+        lineage). See graphmem/research/panel.py."""
         from .research import panel as panels
 
         scope = self.scope(scope)
