@@ -11,7 +11,10 @@
 // the resolutions settling its versions becomes public (fact.read compares C with
 // nothing else: a version's available_by is one of its evidence edges'), so these
 // `points` are all a panel needs to read each key once per stretch of cutoffs between
-// two of them, with fact.read itself.
+// two of them, with fact.read itself. Only what known_at sees counts: edges and
+// resolutions recorded by K, of versions recorded by K and not erased (so a key's first
+// point is its first evidence as known at K; with first_reported, the key is read at
+// its points in order and the first that reads active is "as first reported").
 // The keys are those whose period ends in [$q.end_from, $q.end_to] and, roughly, of an
 // asked kind ($q.instants; $q.durations lasting min_days to max_days, both counted);
 // graphmem.screen.Selection.matches, screen.read's filter in Python, places each in its
@@ -33,7 +36,7 @@ RETURN K.epochSeconds * 1000000 + K.nanosecond / 1000 AS known_at, COLLECT {
     WHERE f.recorded_at <= K AND f.erased_at IS NULL
     RETURN min(f.available_by) AS first
   }
-  CALL (id) {
+  CALL (id, K) {
     MATCH (k:FactKey {tenant: $tenant, entity: id, attribute: $q.attribute})
     WHERE k.period_end >= $q.end_from AND k.period_end <= $q.end_to  // the index range
     WITH k, k.period_start AS start, k.period_end AS end
@@ -42,11 +45,14 @@ RETURN K.epochSeconds * 1000000 + K.nanosecond / 1000 AS known_at, COLLECT {
                ELSE $q.durations AND $q.min_days <= duration.inDays(start, end).days + 1 <= $q.max_days END
     RETURN collect({uid: k.uid, start: start, end: end, points: COLLECT {
       MATCH (f:Fact)-[:VERSION_OF]->(k)
+      WHERE f.recorded_at <= K AND f.erased_at IS NULL
       MATCH (f)-[e:EVIDENCED_BY]->(:Source)
+      WHERE e.recorded_at <= K
       RETURN e.available_by.epochSeconds * 1000000 + e.available_by.nanosecond / 1000 AS at
       UNION
       MATCH (f:Fact)-[:VERSION_OF]->(k)
       MATCH (f)<-[:SETTLES]-(z:Resolution)
+      WHERE z.recorded_at <= K
       RETURN z.available_by.epochSeconds * 1000000 + z.available_by.nanosecond / 1000 AS at
     }}) AS keys
   }

@@ -137,7 +137,7 @@ chunks stop paying off long before (the write path measures best near 500) and h
 more transaction state in the server's heap."""
 
 RECORD_ITEMS = 100_000
-"""Facts of one ``record`` call, written in ONE transaction (a filing and all it
+"""Facts of one ``record`` call (derivations of one ``derive_many``), written in ONE transaction (a filing and all it
 reports: a large 10-K reports a few thousand values). The whole transaction's state sits
 in the server's heap until it commits."""
 

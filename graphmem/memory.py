@@ -602,7 +602,8 @@ class Memory:
             from .research import lineitems
 
             return lineitems.screen(self, scope, attribute, frame=frame, cutoff=_aware("cutoff", cutoff),
-                                    known_at=known_at, entities=entities, unit=unit, sort=sort)
+                                    known_at=_aware("known_at", known_at) or self._now(), entities=entities,
+                                    unit=unit, sort=sort)
         q = screening.make_query(
             attribute=attribute, selection=screening.selection(frame, period), cutoff=_aware("cutoff", cutoff),
             known_at=_aware("known_at", known_at) or self._now(), entities=entities, unit=unit,
@@ -630,7 +631,8 @@ class Memory:
         statements: each key once per stretch of cutoffs between its evidence times. With
         ``first_reported``, each cell also carries its key's value as first reported and
         whether it was restated. ``attribute`` may be a line item of a family
-        (graphmem/research/lineitems.py). See graphmem/research/panel.py."""
+        (graphmem/research/lineitems.py; a read: ``lineitems.record`` records its
+        lineage). See graphmem/research/panel.py."""
         from .research import panel as panels
 
         scope = self.scope(scope)
@@ -638,7 +640,8 @@ class Memory:
             from .research import lineitems
 
             return lineitems.panel(self, scope, attribute, frames=frames, latest=latest, cutoffs=cutoffs,
-                                   known_at=known_at, entities=entities, unit=unit, first_reported=first_reported)
+                                   known_at=_aware("known_at", known_at) or self._now(), entities=entities,
+                                   unit=unit, first_reported=first_reported)
         q = panels.make_query(attribute=attribute, frames=frames, latest=latest, cutoffs=cutoffs,
                               known_at=_aware("known_at", known_at) or self._now(), entities=entities,
                               unit=unit, definition=definition, require=require, first_reported=first_reported)
@@ -735,7 +738,27 @@ class Memory:
         input must have been public by then (no look-ahead). A derivation that would
         consume its own downstream is refused. Re-deriving the same thing changes nothing.
         """
+        return self.derive_many(scope, [{"method": method, "method_version": method_version, "params": params,
+                                         "inputs": inputs, "output": output, "cutoff": cutoff}])[0]
+
+    def derive_many(self, scope: Scope, derivations: list[dict[str, Any]]) -> list[FactVersion]:
+        """``derive`` for each of ``derivations`` (dicts of its keyword arguments), all
+        checked before the query and recorded in ONE write transaction (all or nothing);
+        at most ``limits.RECORD_ITEMS`` of them."""
         scope = self.scope(scope)
+        if not isinstance(derivations, list) or len(derivations) > limits.RECORD_ITEMS:
+            raise InputError("derivations", f"a list of at most {limits.RECORD_ITEMS:,} derivations")
+        specs = [self._derivation(scope, **d) for d in derivations]
+
+        def work(tx: Tx, at: Any) -> list[FactVersion]:
+            return [self._derive_in(tx, at, scope, *spec) for spec in specs]
+
+        return self.write(scope, "derive", work)
+
+    def _derivation(self, scope: Scope, *, method: str, method_version: str, params: dict[str, Any],
+                    inputs: dict[str, str | list[str]], output: FactIn, cutoff: dt.datetime | None = None
+                    ) -> tuple[Any, ...]:
+        """One derivation's arguments, checked."""
         cutoff = _aware("cutoff", cutoff)
         if not method or not method_version:
             raise InputError("method", "a derivation needs a method and a method version")
@@ -743,32 +766,31 @@ class Memory:
         limits.check_id("method_version", method_version, limit=limits.NAME_BYTES)
         _instance("output", output, FactIn)
         rows = lineage.normalise_inputs(inputs)
-        params_text = lineage.params_json(params)
-        key_uid = facts.KeySpec.of(scope, output).uid
+        return method, method_version, lineage.params_json(params), rows, output, cutoff
 
-        def work(tx: Tx, at: Any) -> FactVersion:
-            available_by = lineage.check_inputs(tx, scope, rows, cutoff)
-            did = lineage.derivation_id(method, method_version, params_text, rows, key_uid)
-            source = Source(id=f"derivation:{did}", kind="derivation",
-                            authority=Authority.DERIVED, publisher=f"method:{method}",
-                            available_by=available_by,
-                            title=f"{method} {method_version}")
-            new = facts.record_source(tx, scope, source, at)
-            if new:
-                tx.run("lineage.mark_derivation", uid=facts.source_uid(scope, source.id),
-                       method=method, method_version=method_version, params=params_text,
-                       cutoff=cutoff, inputs=rows, **facts.scope_params(scope))
-            out = output.model_copy(update={"sources": (source.id,), "available_by": available_by})
-            written = facts.write_facts(tx, scope, [out], at)
-            if not new and written.created:
-                raise InputError("output", f"derivation {did} already produced another value from "
-                                 "these inputs; a changed formula needs a new method_version")
-            vid = written.version_ids[0]
-            if not written.created:  # only an existing version can lie upstream of an input
-                lineage.refuse_cycles(tx, scope, [r["version_id"] for r in rows], vid)
-            return facts.versions_by_id(tx, scope, [vid])[0]
-
-        return self.write(scope, "derive", work)
+    @staticmethod
+    def _derive_in(tx: Tx, at: Any, scope: Scope, method: str, method_version: str, params_text: str,
+                   rows: list[dict[str, Any]], output: FactIn, cutoff: dt.datetime | None) -> FactVersion:
+        available_by = lineage.check_inputs(tx, scope, rows, cutoff)
+        did = lineage.derivation_id(method, method_version, params_text, rows, facts.KeySpec.of(scope, output).uid)
+        source = Source(id=f"derivation:{did}", kind="derivation",
+                        authority=Authority.DERIVED, publisher=f"method:{method}",
+                        available_by=available_by,
+                        title=f"{method} {method_version}")
+        new = facts.record_source(tx, scope, source, at)
+        if new:
+            tx.run("lineage.mark_derivation", uid=facts.source_uid(scope, source.id),
+                   method=method, method_version=method_version, params=params_text,
+                   cutoff=cutoff, inputs=rows, **facts.scope_params(scope))
+        out = output.model_copy(update={"sources": (source.id,), "available_by": available_by})
+        written = facts.write_facts(tx, scope, [out], at)
+        if not new and written.created:
+            raise InputError("output", f"derivation {did} already produced another value from "
+                             "these inputs; a changed formula needs a new method_version")
+        vid = written.version_ids[0]
+        if not written.created:  # only an existing version can lie upstream of an input
+            lineage.refuse_cycles(tx, scope, [r["version_id"] for r in rows], vid)
+        return facts.versions_by_id(tx, scope, [vid])[0]
 
     def impact(
         self,

@@ -41,7 +41,10 @@ first reported it later is not in the universe: listing it would be look-ahead.
 
 **Units.** ``unit=None`` takes every unit, but a screen answers in one unit: if the
 candidate keys come in several - across entities, or one entity's figure and its
-translation - ``InputError`` lists them (pass ``unit=``); never a silent pick.
+translation - ``InputError`` lists them (pass ``unit=``); never a silent pick. A
+line item's member panels (graphmem/research/lineitems.py) pass ``units``, the item's
+unit rule: keys in other units are left out, and the one-unit rule holds per entity,
+so each filer answers in its own currency.
 
 **Sort**: ``entity`` (id order), ``value`` or ``-value`` (numeric, decimals before other
 values); rows without one value (conflicted, then not_found) follow in entity order.
@@ -54,7 +57,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
@@ -231,6 +234,7 @@ class Query:
     definition: str
     require: Require | None
     sort: str
+    units: Callable[[str | None], bool] | None = None  # a line item's unit rule (see Units)
 
     def params(self) -> dict[str, Any]:
         """``screen.read``'s $q: no value null, whatever was asked (see the statement)."""
@@ -298,11 +302,14 @@ def choose(q: Query, universe: list[str], answers: list[Answer], cutoff: dt.date
            known_at: dt.datetime) -> list[Answer]:
     """One Answer per entity of the universe: its best-fitting candidate key's, or
     not_found with what each filter removed on its keys (see the module docstring)."""
+    if q.units is not None and q.unit is None:
+        answers = [a for a in answers if a.status == "not_found" or q.units(_shown(a)[0].unit)]
     by_entity: dict[str, list[Answer]] = {}
     for answer in answers:
         by_entity.setdefault(answer.entity, []).append(answer)
     entities = q.entities if q.entities is not None else universe
-    _one_unit(q, [a for a in answers if a.status != "not_found"])
+    for group in (by_entity.values() if q.units is not None else [answers]):
+        _one_unit(q, [a for a in group if a.status != "not_found"])
     out = []
     for entity in entities:
         mine = by_entity.get(entity, [])

@@ -102,6 +102,11 @@ def test_a_value_that_does_not_fit_the_decimal_column_asks_for_floats():
         frames._number(Decimal("1e-11"), "decimal", "cells[0]")
     assert info.value.where == "cells[0]" and "decimals='float'" in info.value.reason
     assert frames._number(Decimal("1e-11"), "float", "x") == 1e-11
+    big = Decimal("1e27") + Decimal("0.5")  # 28 digits before the point, one after: fits decimal128(38, 10)
+    assert pa.array([frames._number(big, "decimal", "x")], pa.decimal128(38, 10)).to_pylist() == [big]
+    with pytest.raises(InputError) as info:  # 29 digits before the point do not
+        frames._number(Decimal("1e28"), "decimal", "cells[1]")
+    assert info.value.where == "cells[1]" and "decimals='float'" in info.value.reason
     with pytest.raises(InputError):
         frames.to_arrow(["not a result"])
 

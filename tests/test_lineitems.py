@@ -69,18 +69,53 @@ def test_each_cell_takes_the_first_concept_public_by_its_cutoff(switched):
     assert panel.cell("cik:7", cutoffs[1], "CY2018Q1").skipped == ()
 
 
-def test_the_sign_rule_and_the_derivation_withdrawn_with_its_filing(switched):
+def test_a_read_writes_nothing_and_record_derives_once_for_lineage(switched):
     mem, scope = switched
     capex = lineitems.load()["capex"]
+    before = mem.counts(scope)
     screen = mem.screen(scope, attribute=capex, frame="CY2017Q4", cutoff=t("2018-06-30"))
+    panel = mem.panel(scope, attribute=capex, frames=["CY2017Q4"], cutoffs=[t("2018-06-30"), t("2018-07-31")])
+    assert mem.counts(scope) == before  # a screen or panel is a read
     (answer,) = screen.answers
     assert answer.value == Decimal("-40")  # a payment of 40, a cash outflow
-    assert screen.choices["cik:7"]["concept"] == CAPEX
+    assert answer.version.version_id == screen.inputs["cik:7"][0].version_id  # the reported version, signed
     assert screen.inputs["cik:7"][0].value == Decimal("40")
+    assert screen.choices["cik:7"]["concept"] == CAPEX
+    derived = lineitems.record(mem, scope, capex, screen)[answer.version.version_id]
+    assert (derived.attribute, derived.value) == ("item:graphmem-standard:capex", Decimal("-40"))
+    again = lineitems.record(mem, scope, capex, panel)  # both cutoffs: one reported version, recorded once
+    assert list(again.values()) == [derived]
+    assert mem.counts(scope)["derivations"] == before["derivations"] + 1
     report = mem.impact(scope, source_id="k-2017")
-    assert answer.version.version_id in {i.id for i in report.items if i.reason == "invalid"}
-    again = mem.screen(scope, attribute=capex, frame="CY2017Q4", cutoff=t("2018-07-31"))
-    assert again.answers[0].version.version_id == answer.version.version_id  # recorded once
+    assert derived.version_id in {i.id for i in report.items if i.reason == "invalid"}
+
+
+def test_a_past_known_at_reads_as_of_then_despite_a_later_invalidation(migrated):
+    scope = Scope(tenant=f"test-lineitems-{uuid.uuid4().hex[:12]}")
+    with migrated.connect() as mem:
+        for cik, unit, value in (("cik:1", "USD", "100"), ("cik:2", "EUR", "80")):
+            mem.put_entity(scope, Entity(id=cik, kind="company"))
+            mem.record(scope, sources=[Source(id=f"q-{cik}", kind="10-Q", authority=Authority.PRIMARY,
+                                              publisher=cik, available_by=t("2018-05-03"))],
+                       items=[FactIn(entity=cik, attribute=RFCC, unit=unit, period=Q1_18, value=Decimal(value),
+                                     sources=(f"q-{cik}",))])
+        then = mem.server_now()
+        usd = mem.as_of(scope, entity="cik:1", attribute=RFCC, period=Q1_18, cutoff=t("2018-06-30"))
+        mem.invalidate(scope, usd.version.version_id, "typo")
+        revenue = lineitems.load()["revenue"]
+        past = mem.panel(scope, attribute=revenue, frames=["CY2018Q1"], cutoffs=[t("2018-06-30")], known_at=then)
+        assert past.known_at == then
+        # one filer in EUR beside one in USD: each in its own currency, no one-unit refusal
+        assert {c.entity: (c.status, c.value, c.unit) for c in past.cells} == {
+            "cik:1": ("active", Decimal("100"), "USD"), "cik:2": ("active", Decimal("80"), "EUR")}
+        cell = past.cell("cik:1", t("2018-06-30"), "CY2018Q1")
+        assert cell.answer.version == mem.as_of(scope, entity="cik:1", attribute=RFCC, period=Q1_18,
+                                                cutoff=t("2018-06-30"), known_at=then).version
+        now = mem.panel(scope, attribute=revenue, frames=["CY2018Q1"], cutoffs=[t("2018-06-30")])
+        gone = now.cell("cik:1", t("2018-06-30"), "CY2018Q1")
+        assert gone.status == "not_found" and gone.answer.explain.invalidated == 1
+        with pytest.raises(InputError):  # the invalidated version is no input any more
+            lineitems.record(mem, scope, revenue, past)
 
 
 def test_a_users_family_file_with_a_unit_rule(switched, tmp_path):
@@ -94,8 +129,8 @@ def test_a_users_family_file_with_a_unit_rule(switched, tmp_path):
                       unit="EUR")
     (cell,) = panel.cells
     assert (cell.frame, cell.value, cell.unit, cell.concept) == ("CY2018Q1", Decimal("430"), "EUR", SRN)
-    derived = mem.versions(scope, [cell.version_id])[0]
-    assert derived.sources[0].title == "lineitem 2"
+    derived = lineitems.record(mem, scope, family["sales"], panel)[cell.version_id]
+    assert derived.sources[0].title == "lineitem 2" and derived.attribute == "item:mine:sales"
     (wrong,) = mem.panel(scope, attribute=family["sales_per_share"], latest="quarter",
                          cutoffs=[t("2018-06-30")], unit="EUR").cells
     assert (wrong.status, wrong.skipped) == ("not_found", (f"{SRN}: unit EUR",))
@@ -137,9 +172,11 @@ def test_the_panel_command_takes_a_line_item(switched, migrated, tmp_path):
     mem, scope = switched
     cutoffs = tmp_path / "cutoffs.txt"
     cutoffs.write_text("# two cutoffs\n2018-03-31\n2019-03-31\n")
+    derivations = mem.counts(scope)["derivations"]
     done = CliRunner().invoke(main, ["panel", "--tenant", scope.tenant, "--item", "revenue", "--frames", "CY2017Q4",
-                                     "--cutoffs", str(cutoffs), "--format", "csv"], env=env(migrated))
+                                     "--cutoffs", str(cutoffs), "--format", "csv", "--record"], env=env(migrated))
     assert done.exit_code == 0, done.output
     rows = [line.split(",") for line in done.output.splitlines()]
     assert rows[0][-2:] == ["concept", "skipped"]
     assert [(r[4], r[-2]) for r in rows[1:]] == [("500", SRN), ("505", RFCC)]
+    assert mem.counts(scope)["derivations"] == derivations + 2  # --record: one per reported version

@@ -16,7 +16,7 @@ import pytest
 from graphmem.loaders import sec
 from world import t
 
-from graphmem import InputError, Memory, Scope
+from graphmem import Authority, Entity, FactIn, InputError, Memory, Period, Scope, Source
 from graphmem.research import lineitems
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -129,6 +129,31 @@ def test_first_reported_against_restated_on_teslas_2015_assets(real):
     assert [c.first_value for c in plain.cells] == [None] * 3 and plain.cells[1].value == restated.value
 
 
+def test_first_reported_is_the_first_filing_known_at_known_at_that_still_counts(mem, scope):
+    """Filed 100 (Apr 20), then 101 (May 1); at known_at, a filing of 99 dated Apr 10 was
+    not recorded yet - and it is invalidated since: either way the first report is 100."""
+    q1 = Period(start=dt.date(2024, 1, 1), end=dt.date(2024, 3, 31))
+    mem.put_entity(scope, Entity(id="cik:9", kind="company"))
+
+    def file(accession, day, value):
+        mem.record(scope, sources=[Source(id=accession, kind="10-Q", authority=Authority.PRIMARY,
+                                          publisher="cik:9", available_by=t(day))],
+                   items=[FactIn(entity="cik:9", attribute="us-gaap:Revenues", unit="USD", period=q1,
+                                 value=Decimal(value), sources=(accession,))])
+
+    file("a", "2024-04-20", "100")
+    file("b", "2024-05-01", "101")
+    then = mem.server_now()
+    file("c", "2024-04-10", "99")
+    late = mem.as_of(scope, entity="cik:9", attribute="us-gaap:Revenues", period=q1, cutoff=t("2024-04-15"))
+    mem.invalidate(scope, late.version.version_id, "wrong figure")
+    for known_at in (then, None):
+        panel = mem.panel(scope, attribute="us-gaap:Revenues", frames=["CY2024Q1"], cutoffs=[t("2024-06-30")],
+                          known_at=known_at, first_reported=True)
+        (cell,) = panel.cells
+        assert (cell.value, cell.first_value, cell.restated) == (Decimal("101"), Decimal("100"), True), known_at
+
+
 @pytest.mark.parametrize(("kwargs", "where", "reason"), [
     ({"frames": ["CY2024Q3"], "latest": "quarter"}, "frames", "exactly one of frames="),
     ({}, "frames", "exactly one of frames="),
@@ -140,6 +165,8 @@ def test_first_reported_against_restated_on_teslas_2015_assets(real):
     ({"frames": ["CY2024Q3"], "cutoffs": [t("2025-01-01")] * 2 + ["2025"]}, "cutoffs[2]", "aware datetime"),
     ({"frames": ["CY2024Q3"], "entities": []}, "entities", "empty"),
     ({"frames": ["CY2024Q3"], "first_reported": "yes"}, "first_reported", "True or False"),
+    ({"frames": ["CY2024Q3", "CY2024Q4"], "entities": [f"cik:{n}" for n in range(5_000)],
+      "cutoffs": [t("2025-01-01") + dt.timedelta(days=d) for d in range(501)]}, "cutoffs", "5,010,000 cells"),
 ])
 def test_bad_panel_arguments_are_refused_before_any_query(kwargs, where, reason):
     with Memory.connect("bolt://127.0.0.1:9") as offline:
@@ -168,16 +195,17 @@ def test_revenue_as_a_line_item_follows_teslas_concepts_as_they_were_public(real
         ("CY2018Q1", rfcc, Decimal("3408751000"), ()),
         ("CY2019Q1", revenues, Decimal("4541464000"), (f"{rfcc}: latest CY2018Q3",)),
     ]
-    assert panel.attribute == "item:revenue" and panel.item == "revenue"
+    assert panel.attribute == "item:graphmem-standard:revenue" and panel.item == "revenue"
     cell = panel.cells[1]
-    derived = mem.versions(scope, [cell.version_id])[0]
-    assert derived.attribute == "item:revenue" and derived.value == cell.value
+    assert cell.version_id == cell.reported_version_id == cell.answer.version.version_id  # a read: as reported
+    derived = lineitems.record(mem, scope, revenue, panel)[cell.reported_version_id]  # lineage, when asked
+    assert derived.attribute == "item:graphmem-standard:revenue" and derived.value == cell.value
     assert [(e.kind, e.title) for e in derived.sources] == [("derivation", "lineitem 1")]
-    upstream = mem.lineage(scope, cell.version_id, "upstream")  # the reported fact and its filing
+    upstream = mem.lineage(scope, derived.version_id, "upstream")  # the reported fact and its filing
     filing = cell.filings[0]
     assert {f"f:{cell.reported_version_id}", f"s:{filing}"} <= set(upstream.nodes)
     reached = {i.id for i in mem.impact(scope, source_id=filing).items}
-    assert cell.version_id in reached
+    assert derived.version_id in reached
     screen = mem.screen(scope, attribute=revenue, frame="CY2018Q1", cutoff=cutoffs[1], entities=[TESLA])
     assert screen.choices[TESLA] == {"concept": rfcc, "skipped": []}
     assert screen.answers[0].version.version_id == cell.version_id

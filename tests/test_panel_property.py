@@ -5,7 +5,9 @@ publishers, invalidations and retractions, against Neo4j and the model). Then on
 over random cutoffs at one random known_at - of the frames CY2024Q2, CY2024Q3 and
 CY2024Q3I, and each entity's latest quarter and instant - is checked cell by cell: the
 universe at each cutoff, the chosen key's status, values and period, and for the latest
-kinds the frame: the latest one in which the model finds a candidate.
+kinds the frame: the latest one in which the model finds a candidate; and each cell's
+first-reported value and ``restated``: the key's first evidence time, as known at
+known_at, whose model read is active by the cutoff.
 """
 
 from __future__ import annotations
@@ -49,6 +51,21 @@ def latest(run: Run, kind: str, company: int, cutoff: dt.datetime, known_at: dt.
     return None, ("not_found", set(), None)
 
 
+def first_reported(run: Run, cell, known_at: dt.datetime) -> tuple:
+    """(first_value, restated) by the model: the key's read at its first evidence time,
+    as known at known_at, that is active by the cell's cutoff."""
+    if cell.period is None:
+        return None, None
+    model, key = run.model, (ENTITIES.index(cell.entity), [p.text for p in PERIODS].index(cell.period.text))
+    points = {e.available_by for v in model.versions if v.key == key and v.recorded_at <= known_at
+              and not v.erased for e in v.edges if e.recorded_at <= known_at}
+    points |= {z.available_by for z in model.resolutions if z.recorded_at <= known_at
+               and any(model.versions[i].key == key for i in z.settles)}
+    reads = (model.read(key, at, known_at) for at in sorted(points) if at <= cell.cutoff)
+    first = next((Decimal(values.pop()) for status, values in reads if status == "active"), None)
+    return first, None if first is None or cell.status != "active" else cell.value != first
+
+
 def got(cell) -> tuple:
     shown = [cell.answer.version] if cell.answer.version else list(cell.answer.candidates)
     return cell.status, {v.value for v in shown}, shown[0].period.text if shown else None
@@ -83,6 +100,8 @@ def test_a_panel_is_the_models_screen_at_every_cutoff(clocked, setup, ops, days,
                     row = expected(run, frame, ENTITIES.index(cell.entity), cutoff, known_at)
                     event(f"{frame} cell: {row[0]}")
                     assert got(cell) == want(row), (cell.entity, frame, cutoff)
+                    assert (cell.first_value, cell.restated) == first_reported(run, cell, known_at), \
+                        (cell.entity, frame, cutoff)
         for kind in KINDS:
             panel = mem.panel(run.scope, attribute=ATTRIBUTE, latest=kind, cutoffs=cutoffs, known_at=known_at,
                               entities=ENTITIES)

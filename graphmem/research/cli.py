@@ -118,7 +118,9 @@ def emit(panel: Panel, fmt: str, out: Path | None) -> None:
 @click.command("panel")
 @click.option("--attribute", help="e.g. us-gaap:Revenues")
 @click.option("--item", help="A standardized line item instead (revenue, net_income, total_assets ...), its "
-              "concept chosen per cell and recorded as a derivation.")
+              "concept chosen per cell (a read: nothing is recorded unless --record).")
+@click.option("--record", is_flag=True, help="With --item, read as of now: record each value as a derivation "
+              "of its reported fact (lineage, impact), in one transaction.")
 @click.option("--family", "family_file", type=click.Path(dir_okay=False, path_type=Path),
               help="The line-item family file --item names (default: the built-in one).")
 @click.option("--frames", "frames_text", help="CY2019Q1..CY2024Q4, or frames separated by commas.")
@@ -137,7 +139,7 @@ def emit(panel: Panel, fmt: str, out: Path | None) -> None:
 @click.option("--tenant", envvar="GRAPHMEM_TENANT", default="default", show_default=True)
 def panel_cmd(attribute: str | None, item: str | None, family_file: Path | None, frames_text: str | None,
               latest: str | None, cutoffs_text: str,
-              known_at: str | None, entities_file: Path | None, unit: str | None, first_reported: bool,
+              known_at: str | None, entities_file: Path | None, unit: str | None, first_reported: bool, record: bool,
               fmt: str, out: Path | None, scope_keys: tuple[str, ...], tenant: str) -> None:
     """A screen at every frame (or each entity's latest) and every cutoff, without
     look-ahead; exit 4 when no cell has a value."""
@@ -146,6 +148,8 @@ def panel_cmd(attribute: str | None, item: str | None, family_file: Path | None,
     if (attribute is None) == (item is None):
         raise InputError("--attribute", "give exactly one of --attribute or --item")
     asked: Any = attribute if item is None else lineitems.load(family_file)[item]
+    if record and (item is None or known_at is not None):
+        raise InputError("--record", "records a line item's panel (--item) read as of now (no --known-at)")
     if fmt == "parquet" and out is None:
         raise InputError("--out", "a Parquet panel is written to a file: pass --out FILE")
     with _connect() as mem:
@@ -153,6 +157,8 @@ def panel_cmd(attribute: str | None, item: str | None, family_file: Path | None,
                            frames=frames(frames_text) if frames_text else None, latest=latest,
                            cutoffs=cutoffs(cutoffs_text), known_at=parse_time(known_at, "--known-at"),
                            entities=_entity_ids(entities_file), unit=unit, first_reported=first_reported)
+        if record:
+            lineitems.record(mem, _scope(tenant, scope_keys), asked, result)
     emit(result, fmt, out)
     if not any(c.status != "not_found" for c in result.cells):
         sys.exit(4)

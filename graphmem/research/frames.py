@@ -8,7 +8,8 @@ Rows: a screen's answers, a panel's cells, ``facts_as_of``'s answers (one row pe
 answer) or a history's versions (one row per version). Columns, typed:
 
 - ``value``: ``decimal128(38, 10)`` - exact for every figure with at most 28 digits
-  before the point and 10 after (a value that does not fit raises ``InputError``: ask
+  before the point and 10 after, 1e27 included (checked in a 38-digit context; a value
+  that does not fit, 1e28 or 1e-11, raises ``InputError``: ask
   ``decimals="float"``, a ``float64`` column, instead); null when the answer has no
   single value or the value is not a number (then ``value_text`` holds it as text);
 - times (``cutoff``, ``known_at``, ``available_by``, ``recorded_at``): ``timestamp[us,
@@ -20,7 +21,7 @@ answer) or a history's versions (one row per version). Columns, typed:
 from __future__ import annotations
 
 import datetime as dt
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation, localcontext
 from importlib import import_module
 from typing import Any
 
@@ -54,8 +55,9 @@ def _number(value: Any, decimals: str, where: str) -> Any:
         return None
     if decimals == "float":
         return float(value)
-    try:
-        exact = value.quantize(_QUANTUM)
+    try:  # in a 38-digit context: the default 28 would refuse 1e18 with its 10 decimals
+        with localcontext(prec=PRECISION):
+            exact = value.quantize(_QUANTUM)
     except InvalidOperation:
         exact = None
     if exact is None or exact != value or len(exact.as_tuple().digits) > PRECISION:

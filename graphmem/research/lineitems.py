@@ -23,13 +23,26 @@ once a later filing restates that quarter under it. With ``latest``, the cell's 
 is the latest in which any member has a candidate, and the first member that has one
 there is chosen.
 
-**Lineage.** Each active cell's value is recorded with ``Memory.derive``: method
-``lineitem``, the family's version as method version, parameters (family, item, chosen
-concept, sign) and the reported version as input, the output a fact of attribute
-``item:<name>`` (same entity, unit and period; value times the sign). So ``lineage``
-shows the reported fact behind a standardized value, and ``impact`` of the filing that
-reported it reaches the derived fact. Derivations are idempotent: the same reported
-version gives the same derived version at every cutoff.
+**A read never writes.** A cell's answer is the reported version it was chosen from,
+its value (and a conflicted cell's candidates') times the member's sign; the cell's
+``version_id`` and ``reported_version_id`` are that version's id. So every cell is
+what ``screen`` and ``as_of`` of its concept answer at its cutoff and known_at, signed.
+All member panels read in one transaction at one known_at (given, or the server's time
+when the panel starts), which the Panel reports.
+
+**Units.** With ``unit=None`` each entity's keys in a unit the item does not allow are
+left out and the screen's one-unit rule holds per entity: a panel of revenue takes each
+filer's figure in its own currency (a filer with two currencies for one frame is still
+refused). With ``unit=`` the member panels read that unit only.
+
+**Lineage, when asked.** :func:`record` records the values of a panel or screen read
+as of now, in ONE write transaction: each distinct reported version with ``Memory.
+derive``'s rule - method ``lineitem``, the family's version as method version,
+parameters (family, item, concept, sign), the reported version as input, the output a
+fact of attribute ``item:<family>:<name>`` (same entity, unit and period; the signed
+value). Then ``lineage`` shows the reported fact behind a standardized value and
+``impact`` of the filing that reported it reaches the derived fact. Recording is
+idempotent: the same reported version gives the same derived version every time.
 """
 
 from __future__ import annotations
@@ -37,7 +50,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from importlib import resources
 from pathlib import Path
@@ -45,7 +58,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .. import limits
 from ..errors import InputError
-from ..models import Answer, FactIn, FactVersion, Scope, Screen
+from ..models import Answer, Explain, FactIn, FactVersion, Scope, Screen
 from .panel import Panel, PanelCell, frame_end
 
 if TYPE_CHECKING:
@@ -77,7 +90,7 @@ class LineItem:
     @property
     def attribute(self) -> str:
         """The attribute the standardized values are recorded under."""
-        return f"item:{self.name}"
+        return f"item:{self.family}:{self.name}"
 
     def allows(self, unit: str | None) -> bool:
         return unit is not None and UNITS[self.unit].fullmatch(unit) is not None
@@ -144,7 +157,8 @@ def load(path: str | Path | None = None) -> Family:
 
 
 def _combine(item: LineItem, panels: list[Panel], latest: bool) -> dict[tuple, tuple[PanelCell, int | None, list]]:
-    """Per (cutoff, frame or None, entity): the chosen member's cell, its index, and the
+    """Per (cutoff, frame or None, entity): the chosen member's cell (or, when none is,
+    the first member's with every member's ``explain`` summed), its index, and the
     members skipped before it with why (see the module docstring)."""
     by_member = [{(c.cutoff, None if latest else c.frame, c.entity): c for c in p.cells} for p in panels]
     out: dict[tuple, tuple[PanelCell, int | None, list]] = {}
@@ -158,8 +172,13 @@ def _combine(item: LineItem, panels: list[Panel], latest: bool) -> dict[tuple, t
         chosen = next((n for n, c in enumerate(usable) if c is not None), None)
         skipped = [_why(item.members[n].concept, c, frame if latest else None)
                    for n, c in enumerate(cells[:chosen] if chosen is not None else cells)]
-        fallback = next(c for c in cells if c is not None)
-        out[where] = (cells[chosen] if chosen is not None else fallback, chosen, skipped)
+        if chosen is not None:
+            out[where] = (cells[chosen], chosen, skipped)  # type: ignore[assignment]
+            continue
+        present = [c for c in cells if c is not None]
+        explain = sum((c.answer.explain for c in present if c.answer.explain), Explain())
+        out[where] = (present[0].model_copy(update={"answer": present[0].answer.model_copy(
+            update={"explain": explain})}), None, skipped)
     return out
 
 
@@ -171,50 +190,57 @@ def _why(concept: str, cell: PanelCell | None, frame: str | None) -> str:
     return f"{concept}: unit {cell.unit}"
 
 
-def _derived(mem: Memory, scope: Scope, item: LineItem, member: Member, version: FactVersion,
-             cutoff: dt.datetime) -> FactVersion:
-    """The standardized value, recorded as a derivation of the reported version."""
-    value = version.value * member.sign if isinstance(version.value, Decimal) else version.value
-    return mem.derive(scope, method=METHOD, method_version=item.version,
-                      params={"family": item.family, "item": item.name, "concept": member.concept,
-                              "sign": member.sign},
-                      inputs={"reported": version.version_id},
-                      output=FactIn(entity=version.entity, attribute=item.attribute, unit=version.unit,
-                                    period=version.period, value=value),
-                      cutoff=cutoff)
+def _signed(answer: Answer, sign: int) -> Answer:
+    """The answer with its versions' values times the member's sign."""
+    def flip(v: FactVersion) -> FactVersion:
+        return v.model_copy(update={"value": v.value * sign}) if isinstance(v.value, Decimal) else v
+
+    if sign == 1:
+        return answer
+    return answer.model_copy(update={"version": flip(answer.version) if answer.version else None,
+                                     "candidates": tuple(flip(v) for v in answer.candidates)})
 
 
-def panel(mem: Memory, scope: Scope, item: LineItem, **kwargs: Any) -> Panel:
-    """A line item's panel: each member's panel, combined cell by cell, each active value
-    recorded as a derivation (see the module docstring). Takes ``Memory.panel``'s
-    arguments."""
-    panels = [mem.panel(scope, attribute=m.concept, **kwargs) for m in item.members]
+def _member_panels(mem: Memory, scope: Scope, item: LineItem, known_at: dt.datetime | None,
+                   **kwargs: Any) -> list[Panel]:
+    """Each member's panel, in one read transaction at one known_at, with the item's
+    unit rule (see Units in the module docstring)."""
+    from . import panel as panels
+
+    at = known_at or mem.server_now()
+    queries = []
+    for m in item.members:
+        q = panels.make_query(attribute=m.concept, known_at=at, definition="", require=None, **kwargs)
+        queries.append(replace(q, base=replace(q.base, units=item.allows)))
+    return mem.db.read(lambda tx: [panels.panel(tx, scope, q) for q in queries], "panel")
+
+
+def panel(mem: Memory, scope: Scope, item: LineItem, *, known_at: dt.datetime | None = None,
+          **kwargs: Any) -> Panel:
+    """A line item's panel: each member's panel, combined cell by cell (see the module
+    docstring); a read only. Takes ``Memory.panel``'s arguments (known_at checked)."""
+    kwargs = {"frames": None, "latest": None, "entities": None, "unit": None, "first_reported": False, **kwargs}
+    panels = _member_panels(mem, scope, item, known_at, **kwargs)
     latest = kwargs.get("latest") is not None
-    recorded: dict[str, FactVersion] = {}
     cells = []
     for (_, frame, _), (cell, chosen, skipped) in _combine(item, panels, latest).items():
         member = item.members[chosen] if chosen is not None else None
-        answer = cell.answer.model_copy(update={"attribute": item.attribute})
         update: dict[str, Any] = {"concept": member.concept if member else None, "skipped": tuple(skipped)}
-        if member is not None and cell.answer.version is not None:
-            reported = cell.answer.version
-            if reported.version_id not in recorded:
-                recorded[reported.version_id] = _derived(mem, scope, item, member, reported, cell.cutoff)
-            derived = recorded[reported.version_id]
-            answer = answer.model_copy(update={"version": derived})
-            update.update(value=derived.value, version_id=derived.version_id, reported_version_id=reported.version_id)
-            if cell.first_value is not None and isinstance(cell.first_value, Decimal):
-                update["first_value"] = cell.first_value * member.sign
         if member is None:
             answer = Answer(status="not_found", entity=cell.entity, attribute=item.attribute, cutoff=cell.cutoff,
-                            known_at=cell.answer.known_at, require=cell.answer.require)
+                            known_at=cell.answer.known_at, require=cell.answer.require, explain=cell.answer.explain)
             update.update(status="not_found", value=None, unit=None, period=None, available_by=None, filings=(),
                           version_id=None, frame=frame if not latest else None)
+        else:
+            answer = _signed(cell.answer, member.sign).model_copy(update={"attribute": item.attribute})
+            update.update(value=answer.version.value if answer.version else None,
+                          reported_version_id=cell.version_id)
+            if isinstance(cell.first_value, Decimal):
+                update["first_value"] = cell.first_value * member.sign
         cells.append(cell.model_copy(update={**update, "answer": answer}))
     order = {f: i for i, f in enumerate(panels[0].frames)}
     cells.sort(key=lambda c: (c.cutoff, order.get(c.frame or "", 0), c.entity))
-    first = panels[0]
-    return first.model_copy(update={
+    return panels[0].model_copy(update={
         "attribute": item.attribute, "cells": tuple(cells), "item": item.name, "family": item.family,
         "unknown": tuple(sorted(set.intersection(*(set(p.unknown) for p in panels))))})
 
@@ -223,7 +249,7 @@ def screen(mem: Memory, scope: Scope, item: LineItem, *, frame: str, cutoff: dt.
            **kwargs: Any) -> Screen:
     """A line item's screen: its panel at one frame and cutoff, as a Screen whose
     ``choices`` say, per entity, which concept was chosen and which were skipped, and
-    whose ``inputs`` hold the reported version behind each value."""
+    whose ``inputs`` hold the reported version behind each value, as reported."""
     from ..screen import SORTS, ordered
 
     sort = kwargs.pop("sort", "entity")
@@ -240,3 +266,33 @@ def screen(mem: Memory, scope: Scope, item: LineItem, *, frame: str, cutoff: dt.
                   answers=tuple(ordered([c.answer for c in p.cells], sort)), unknown=p.unknown,
                   inputs={c.entity: (versions[c.reported_version_id],) for c in p.cells if c.reported_version_id},
                   choices={c.entity: {"concept": c.concept, "skipped": list(c.skipped)} for c in p.cells})
+
+
+def record(mem: Memory, scope: Scope, item: LineItem, result: Panel | Screen) -> dict[str, FactVersion]:
+    """Record the active values of a line item's panel or screen, read as of now, as
+    derivations of their reported versions (see Lineage in the module docstring), in ONE
+    write transaction; per reported version id, the derived version. The inputs are
+    checked as of now: a version withdrawn since the read is refused (InputError)."""
+    if result.attribute != item.attribute:
+        raise InputError("result", f"a panel or screen of {item.attribute} is required, got {result.attribute}")
+    if isinstance(result, Panel):
+        shown = [(c.answer, c.concept, c.cutoff) for c in result.cells]
+    else:
+        shown = [(a, result.choices[a.entity]["concept"], result.cutoff) for a in result.answers]
+    signs = {m.concept: m.sign for m in item.members}
+    todo: dict[str, dict[str, Any]] = {}
+    for answer, concept, cutoff in shown:
+        v = answer.version
+        if v is None or concept is None:
+            continue
+        if v.version_id in todo:
+            todo[v.version_id]["cutoff"] = min(todo[v.version_id]["cutoff"], cutoff)
+            continue
+        todo[v.version_id] = {
+            "method": METHOD, "method_version": item.version,
+            "params": {"family": item.family, "item": item.name, "concept": concept, "sign": signs[concept]},
+            "inputs": {"reported": v.version_id}, "cutoff": cutoff,
+            "output": FactIn(entity=v.entity, attribute=item.attribute, unit=v.unit, period=v.period, value=v.value)}
+    if not todo:
+        return {}
+    return dict(zip(todo, mem.derive_many(scope, list(todo.values())), strict=True))

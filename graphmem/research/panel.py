@@ -22,9 +22,11 @@ holding a public key are read; an entity whose keys there all read ``not_found``
 (retracted, invalidated, below the requirement) tries its next frame in another round
 (a latest ``not_found`` cell's ``explain`` sums the keys read for it; a screen's one-unit
 rule applies among the entities that share a frame at a cutoff). With
-``first_reported``, each key that answers a cell is read once more, at its first
-evidence time: the value as first reported; a cell is ``restated`` when its value
-differs.
+``first_reported``, each key that answers a cell is read once more at each of its
+evidence times (as known at known_at: edges recorded by then, of versions not erased),
+and the first that reads ``active`` - by the cell's cutoff - is the value as first
+reported (a key first filed and since invalidated or retracted reads it at its first
+filing that still counts); a cell is ``restated`` when its value differs.
 
 **The universe** per cutoff is the screen's: the ``entities`` given, or every entity
 that had made the attribute public by that cutoff (as recorded by known_at), so an
@@ -35,7 +37,7 @@ statement, used for every read (a screen without it uses its own statement's tim
 
 Bounds, checked before any query: those of a screen, at most ``limits.PANEL_CUTOFFS``
 cutoffs and ``limits.PANEL_FRAMES`` frames; at most ``limits.PANEL_CELLS`` cells, checked
-when the universe is known.
+before any query when ``entities`` are given, else once the universe is known.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from .. import facts, limits
 from .. import screen as screening
 from ..db import Tx
 from ..errors import InputError
-from ..models import Answer, Explain, FactValue, FactVersion, Period, _Model, _Tabular
+from ..models import Answer, Explain, FactValue, Period, _Model, _Tabular
 from ..values import epoch, from_micros
 
 LATEST: dict[str, tuple[int, int] | None] = {
@@ -68,10 +70,11 @@ class PanelCell(_Model):
     public), ``filings`` (the ids of its live evidence; of every candidate when
     conflicted) and ``version_id`` come from ``answer``. With ``first_reported``:
     ``first_value`` and ``first_version_id``, the key's answer at its first evidence
-    time, and ``restated``, whether the cell's value differs from it (None unless both
-    are active). For a line item (graphmem/research/lineitems.py): the ``concept``
-    chosen, the members ``skipped`` before it with why, and the ``reported_version_id``
-    the standardized value (``version_id``) was derived from."""
+    time (known at known_at) that reads active by the cutoff, and ``restated``, whether
+    the cell's value differs from it (None unless both are active). For a line item
+    (graphmem/research/lineitems.py): the ``concept`` chosen, the members ``skipped``
+    before it with why, and the ``reported_version_id`` (the chosen reported version,
+    whose value times the member's sign is the cell's)."""
 
     entity: str
     frame: str | None
@@ -203,7 +206,15 @@ def make_query(*, attribute: Any, frames: Any, latest: Any, cutoffs: Any, known_
     base = screening.make_query(attribute=attribute, selection=None, cutoff=times[0], known_at=known_at,
                                 entities=entities, unit=unit, definition=definition, require=require,
                                 sort="entity")
+    if base.entities is not None:
+        _cells(len(base.entities) * len(times) * max(1, len(selections)))
     return Query(base, selections, kind, times, first_reported)
+
+
+def _cells(cells: int) -> None:
+    if cells > limits.PANEL_CELLS:
+        raise InputError("cutoffs", f"the panel would have {cells:,} cells, more than "
+                                    f"{limits.PANEL_CELLS:,}: ask fewer cutoffs, frames or entities")
 
 
 # ---------------------------------------------------------------- the plan
@@ -229,7 +240,7 @@ class _Key:
 @dataclass
 class _Plan:
     """What the panel reads: each key once per stretch holding a cutoff it is needed at
-    (and, with first_reported, at its first evidence time), and the answers so far."""
+    (and, with first_reported, at each of its evidence times), and the answers so far."""
 
     query: Query
     known_at: dt.datetime
@@ -240,7 +251,7 @@ class _Plan:
     reads: list[dict[str, Any]] = field(default_factory=list)
     answers: list[Answer] = field(default_factory=list)
     read_at: dict[tuple[str, int], int] = field(default_factory=dict)  # (key uid, stretch) -> read
-    first_at: dict[str, int] = field(default_factory=dict)  # key uid -> read at its first evidence
+    first_at: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # key uid -> (point, read)
     times: facts.Times = field(default_factory=facts.Times)
 
     def need(self, key: _Key, n: int) -> None:
@@ -249,8 +260,16 @@ class _Plan:
             self.read_at[(key.uid, key.stretch(self.micros[n]))] = self._read(key.uid, self.query.cutoffs[n])
 
     def need_first(self, key: _Key) -> None:
-        if key.uid not in self.first_at and key.points:
-            self.first_at[key.uid] = self._read(key.uid, from_micros(key.points[0]))
+        """Read ``key`` at each of its points up to the last cutoff (see first_reported)."""
+        if key.uid not in self.first_at:
+            self.first_at[key.uid] = [(m, self._read(key.uid, from_micros(m)))
+                                      for m in dict.fromkeys(key.points) if m <= self.micros[-1]]
+
+    def first(self, key: _Key, cutoff: int) -> Answer | None:
+        """The key's answer at its first point, by ``cutoff``, that reads active: the value
+        as first reported (None: it never read active by then)."""
+        return next((a for m, i in self.first_at.get(key.uid, ()) if m <= cutoff
+                     and (a := self.answers[i]).status == "active"), None)
 
     def _read(self, uid: str, cutoff: dt.datetime) -> int:
         self.reads.append({"i": len(self.reads), "uid": uid, "cutoff": self.times.ref(cutoff),
@@ -305,10 +324,7 @@ def plan(q: Query, row: dict[str, Any]) -> _Plan:
     entities = row["entities"]
     universes = [[e["id"] for e in entities if q.base.entities is not None
                   or (e["first"] is not None and e["first"] <= m)] for m in micros]
-    cells = sum(len(u) for u in universes) * max(1, len(q.frames))
-    if cells > limits.PANEL_CELLS:
-        raise InputError("cutoffs", f"the panel would have {cells:,} cells, more than "
-                                    f"{limits.PANEL_CELLS:,}: ask fewer cutoffs, frames or entities")
+    _cells(sum(len(u) for u in universes) * max(1, len(q.frames)))
     keys: dict[str, list[_Key]] = {}
     for e in entities:
         for k in e["keys"]:
@@ -323,13 +339,9 @@ def plan(q: Query, row: dict[str, Any]) -> _Plan:
 # ---------------------------------------------------------------- the cells
 
 
-def _shown(answer: Answer) -> list[FactVersion]:
-    return [answer.version] if answer.version else list(answer.candidates)
-
-
 def _cell(answer: Answer, frame: str | None, cutoff: dt.datetime) -> PanelCell:
     answer = answer if answer.cutoff == cutoff else answer.model_copy(update={"cutoff": cutoff})
-    shown = _shown(answer)
+    shown = screening._shown(answer)
     v = answer.version
     return PanelCell(entity=answer.entity, frame=frame, cutoff=cutoff, status=answer.status, answer=answer,
                      value=v.value if v else None, unit=shown[0].unit if shown else None,
@@ -408,15 +420,15 @@ def _latest_cells(tx: Tx, scope: Any, p: _Plan) -> Chosen:
 
 
 def _first_reported(tx: Tx, scope: Any, p: _Plan, chosen: Chosen) -> list[PanelCell]:
-    """Each cell with its key's answer at the key's first evidence time (read for the
-    keys that answer a cell only) and whether its value was restated since."""
+    """Each cell with its key's answer at the key's first point that reads active (read
+    for the keys that answer a cell only) and whether its value was restated since."""
     for _, key in chosen:
         if key is not None:
             p.need_first(key)
     p.read(tx, scope)
     out = []
     for cell, key in chosen:
-        first = p.answers[p.first_at[key.uid]] if key is not None and key.uid in p.first_at else None
+        first = p.first(key, _micros(cell.cutoff)) if key is not None else None
         if first is not None and first.version is not None:
             v = cell.answer.version
             cell = cell.model_copy(update={
