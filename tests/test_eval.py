@@ -48,6 +48,9 @@ def test_a_query_set_is_scored_per_rung_and_a_forbidden_hit_fails_it(mem, scope,
               "forbidden": [old], "group": "code"}]  # a superseded revision: never legal
     path = tmp_path / "q.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines))
+    refused = invoke("eval", "retrieval", "--queries", str(path), "--embedder", "toy")
+    assert refused.exit_code != 0 and "graphmem embed" in refused.output  # a search never writes
+    assert invoke("embed", "--embedder", "toy", "--tenant", scope.tenant).exit_code == 0  # its own step
     result = invoke("eval", "retrieval", "--queries", str(path), "--embedder", "toy", "--json")
     report = json.loads(result.output)
     assert result.exit_code == 0 and set(report["rungs"]) == {"text", "semantic", "hybrid"}

@@ -63,7 +63,10 @@ class World:
                                                        unit="USD", period=Q1, sources=sources))
 
     def search(self, text: str, **kw: Any) -> dict[str, Any]:
-        """The result on every rung offered, by rung."""
+        """The result on every rung offered, by rung (the scope embedded first: a search
+        never embeds)."""
+        if self.embedder is not None:
+            self.mem.embed(self.scope, embedder=self.embedder)
         return {r: self.mem.search(self.scope, text=text, mode=r, embedder=self.embedder if r != "text"
                                    else None, **kw) for r in rungs(self.embedder)}
 
