@@ -190,6 +190,28 @@ def test_a_search_by_meaning_never_writes(w):
     assert [h.task_state.task_id for h in past.hits] == ["t1"] and spaces(w.mem, w.scope) == 1
 
 
+def test_two_embedders_racing_for_a_new_scope_leave_one_record(w):
+    """Two first embeddings of a scope at once: one embedder becomes the scope's, the
+    other is refused; the scope keeps one record (schema.029's constraint as well)."""
+    from concurrent.futures import ThreadPoolExecutor
+    w.mem.save_task_state(w.scope, TaskStateIn(task_id="t1", goal="deploy the widget"))
+    rivals = [Embedder(ToyEmbedder(8 + i), name=f"toy:{8 + i}") for i in range(4)]
+
+    def first(e: Embedder) -> str:
+        try:
+            return w.mem.embed(w.scope, embedder=e)["embedder"]
+        except InputError:
+            return "refused"
+
+    with ThreadPoolExecutor(4) as pool:
+        outcome = list(pool.map(first, rivals))
+    assert sorted(outcome).count("refused") == 3 and spaces(w.mem, w.scope) == 1
+    winner = next(e for e in rivals if e.name in outcome)
+    assert w.search("widget", mode="semantic", embedder=winner).hits
+    with w.mem.db.driver.session(database="neo4j") as s, pytest.raises(Exception, match="already exists"):
+        s.run("CREATE (:EmbeddingSpace {tenant: $t, scope: $s})", t=w.scope.tenant, s=w.scope.id).consume()
+
+
 def test_a_killed_re_embedding_resumes_and_searches_wait_for_it(w):
     w.source("s1", DAY0, title="widget inventory")
     w.mem.assert_facts(w.scope, [w.fact_in(Decimal(i), "s1", attribute=f"widget_{i}") for i in range(70)])
