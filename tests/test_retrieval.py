@@ -151,6 +151,24 @@ def test_erasure_takes_the_vectors_and_the_hit(w):
     assert w.search("certificate expired", mode="hybrid", embedder=toy).status == "not_found"
 
 
+def test_a_vector_goes_when_its_text_is_rebuilt_without_an_erased_source(w):
+    """A fact kept alive by other evidence no longer names an erased source: its vector,
+    made from the old text, goes too, and re-embedding makes it from the new text."""
+    w.source("s1", DAY0, title="widget inventory")
+    w.source("s2", DAY0, title="certificate expired overnight")
+    version = w.fact(Decimal(7), "s1", "s2").version_id
+    w.mem.embed(w.scope, embedder=toy)
+    assert vectors(w.mem, w.scope)[version] is not None
+    w.mem.erase(w.scope, source_id="s2", reason="withdrawn", by="test")
+    assert vectors(w.mem, w.scope)[version] is None
+    with pytest.raises(InputError, match="graphmem embed"):
+        w.search("certificate expired", mode="semantic", embedder=toy)
+    w.mem.embed(w.scope, embedder=toy)
+    with w.mem.db.driver.session(database="neo4j") as s:
+        text = s.run("MATCH (f:Fact {version_id: $v}) RETURN f.search_text AS t", v=version).single()["t"]
+    assert "certificate" not in text and vectors(w.mem, w.scope)[version] == toy.query(text)
+
+
 def test_another_embedder_is_refused_in_a_scope(w):
     w.mem.save_task_state(w.scope, TaskStateIn(task_id="t1", goal="deploy the widget"))
     w.mem.embed(w.scope, embedder=toy)
