@@ -177,6 +177,7 @@ def paraphrase(w: World) -> str | None:
              "The team ordered pizza for the Friday lunch.", "Quarterly revenue grew eight percent.",
              "The office moves to the third floor in March.")
     ids = [w.mem.save_task_state(w.scope, TaskStateIn(task_id=f"t{i}", goal=g)).id for i, g in enumerate(goals)]
+    w.mem.embed(w.scope, embedder=w.embedder)  # its own step: a search never embeds
     for rung in ("semantic", "hybrid"):
         res = w.mem.search(w.scope, text="Why did we undo the deployment?", mode=rung, embedder=w.embedder, limit=1)
         w.check(f"{rung}: the paraphrased memory is first", [h.memory_id for h in res.hits] == ids[:1])
