@@ -147,3 +147,9 @@ CREATE INDEX graphmem_factkey_entity_period IF NOT EXISTS FOR (n:FactKey) ON (n.
 // written in the filing's own transaction, and one per company once all its filings
 // are in, so that a re-run skips them with one lookup per company.
 CREATE CONSTRAINT graphmem_load_mark_uid IF NOT EXISTS FOR (n:LoadMark) REQUIRE n.uid IS UNIQUE
+
+// name: schema.029.embedding_space
+// One embedder record per scope (graphmem/retrieval/store.py: retrieval.claim MERGEs it
+// under the tenant's clock lock; the constraint keeps it one whatever writes it) and
+// the index a search by meaning finds it with.
+CREATE CONSTRAINT graphmem_embedding_space IF NOT EXISTS FOR (n:EmbeddingSpace) REQUIRE (n.tenant, n.scope) IS UNIQUE

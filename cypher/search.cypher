@@ -24,7 +24,9 @@ END
 
 // name: search.index_facts
 // Rebuild the search text of fact versions (search.fact_text) after their entity is
-// renamed or they are erased (an erased version drops out of the index).
+// renamed or they are erased (an erased version drops out of the index). A vector made
+// from the old text goes with it (graphmem/retrieval): it could still hold an erased
+// source's words; graphmem embed makes it again from the new text.
 UNWIND $version_ids AS vid
 MATCH (f:Fact {version_id: vid})-[:VERSION_OF]->(k:FactKey)
 WHERE f.tenant = $tenant AND f.scope = $scope
@@ -36,13 +38,15 @@ WITH f, k, e,
          // include: search.source_text
      } | t + ' ' + text) AS sources
 SET f.search_scope = CASE WHEN f.erased_at IS NULL THEN $scope_token END,
+    f.embedding = null, f.embedder = null,
     f.search_text =
       // include: search.fact_text
 RETURN count(f) AS indexed
 
 // name: search.index_memories
 // The text an experience or task state is found by: its own fields, the entities it is
-// about and the sources that validate it or that it refers to.
+// about and the sources that validate it or that it refers to; a vector made from the
+// old text goes with it (as in search.index_facts).
 UNWIND $memory_ids AS mid
 MATCH (m:Memory {memory_id: mid})
 WHERE m.tenant = $tenant AND m.scope = $scope
@@ -62,6 +66,7 @@ WITH m, entities + ' ' + sources AS linked,
                          + coalesce(m.open_items, []) + coalesce(m.artifact_refs, []) | t + ' ' + x)
        AS lists
 SET m.search_scope = CASE WHEN m.erased_at IS NULL THEN $scope_token END,
+    m.embedding = null, m.embedder = null,
     m.search_text = CASE WHEN m.erased_at IS NULL THEN
       coalesce(m.trigger, '') + ' ' + coalesce(m.outcome, '') + ' ' + coalesce(m.task_id, '') + ' '
       + coalesce(m.goal, '') + ' ' + coalesce(m.checkpoint, '') + ' ' + lists + ' ' + linked

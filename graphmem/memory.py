@@ -938,6 +938,7 @@ class Memory:
         match: str = "all",
         mode: str = "text",
         embedder: Any = None,
+        unembedded: str = "refuse",
     ) -> SearchResult:
         """Memories matching ``text`` that pass every hard filter, ranked, at most ``limit``.
 
@@ -947,7 +948,9 @@ class Memory:
 
         ``mode``: ``text`` (full text), ``semantic`` (similarity to ``text`` by the
         embedder: this call's, else the memory's) or ``hybrid`` (both fused); every filter
-        still runs first (graphmem/retrieval/rank.py).
+        still runs first (graphmem/retrieval/rank.py). A search never writes: memories with
+        no vector yet are refused (``unembedded="refuse"``: run ``embed`` first) or ranked
+        after the embedded ones of their authority tier (``"last"``).
         """
         scope = self.scope(scope)
         emb = retrieval.as_embedder(embedder) or self._embedder
@@ -956,7 +959,7 @@ class Memory:
             cutoff=_aware("cutoff", cutoff), known_at=_aware("known_at", known_at) or self._now(),
             require=require, limit=limit, mode=mode, embedder=emb.name if emb else None)
         if mode != "text":
-            return retrieval.search(self, scope, q, emb)
+            return retrieval.search(self, scope, q, emb, unembedded=unembedded)
         # one auto-commit read per statement: a search is usually one statement
         return self._db.read_each(lambda tx: searching.search(tx, scope, q), "search")
 

@@ -79,6 +79,7 @@ def test_every_hit_is_legal_and_ranked_exactly(mem, srcs, rows, exps, tasks, inv
             evidence=(f"s{src % len(srcs)}",), entities=("acme",)))
     for task, words in tasks:
         mem.save_task_state(w.scope, TaskStateIn(task_id=f"task-{task}", goal=" ".join(["widget", *words])))
+    mem.embed(w.scope, embedder=toy)  # before the changes below: erasure must reach the vectors
     if written and invalidate is not None and written.version_ids:
         ids = [v for v in written.version_ids if v]
         if ids:
@@ -120,6 +121,7 @@ def test_an_identifier_ranks_the_memory_holding_it_first(w):
                  "payment declined error insufficient funds again",
                  "declined payment error E-4012"):
         w.mem.save_task_state(w.scope, TaskStateIn(task_id=uuid.uuid4().hex[:8], goal=text))
+    w.mem.embed(w.scope, embedder=toy)
     for mode in ("semantic", "hybrid"):
         found = w.search("payment declined error insufficient funds E-4012", mode=mode, embedder=toy)
         assert "E-4012" in found.hits[0].task_state.goal, found.hits[0].rank.why
@@ -130,6 +132,7 @@ def test_a_paraphrase_found_by_meaning_that_text_misses(w):
     w.mem.save_task_state(w.scope, TaskStateIn(task_id="t1", goal="the certificates expired overnight"))
     w.mem.save_task_state(w.scope, TaskStateIn(task_id="t2", goal="lunch order for the team"))
     assert w.search("certificate expiry", match="all").status == "not_found"
+    w.mem.embed(w.scope, embedder=toy)
     found = w.search("certificate expiry", mode="semantic", embedder=toy)
     assert found.hits[0].task_state.task_id == "t1" and found.explain.embedding_ms is not None
 
@@ -140,6 +143,7 @@ def test_erasure_takes_the_vectors_and_the_hit(w):
                                                     outcome="rolled back", evidence=("s1",),
                                                     entities=("acme",)))
     w.fact(Decimal(7), "s1")
+    w.mem.embed(w.scope, embedder=toy)
     found = w.search("certificate expired", mode="hybrid", embedder=toy)
     assert len(found.hits) == 2 and all(v for v in vectors(w.mem, w.scope).values())
     w.mem.erase(w.scope, entity="acme", reason="forget acme", by="test")
@@ -147,9 +151,27 @@ def test_erasure_takes_the_vectors_and_the_hit(w):
     assert w.search("certificate expired", mode="hybrid", embedder=toy).status == "not_found"
 
 
+def test_a_vector_goes_when_its_text_is_rebuilt_without_an_erased_source(w):
+    """A fact kept alive by other evidence no longer names an erased source: its vector,
+    made from the old text, goes too, and re-embedding makes it from the new text."""
+    w.source("s1", DAY0, title="widget inventory")
+    w.source("s2", DAY0, title="certificate expired overnight")
+    version = w.fact(Decimal(7), "s1", "s2").version_id
+    w.mem.embed(w.scope, embedder=toy)
+    assert vectors(w.mem, w.scope)[version] is not None
+    w.mem.erase(w.scope, source_id="s2", reason="withdrawn", by="test")
+    assert vectors(w.mem, w.scope)[version] is None
+    with pytest.raises(InputError, match="graphmem embed"):
+        w.search("certificate expired", mode="semantic", embedder=toy)
+    w.mem.embed(w.scope, embedder=toy)
+    with w.mem.db.driver.session(database="neo4j") as s:
+        text = s.run("MATCH (f:Fact {version_id: $v}) RETURN f.search_text AS t", v=version).single()["t"]
+    assert "certificate" not in text and vectors(w.mem, w.scope)[version] == toy.query(text)
+
+
 def test_another_embedder_is_refused_in_a_scope(w):
     w.mem.save_task_state(w.scope, TaskStateIn(task_id="t1", goal="deploy the widget"))
-    w.search("widget", mode="semantic", embedder=toy)
+    w.mem.embed(w.scope, embedder=toy)
     for other in (Embedder(ToyEmbedder(16), name="toy:16"), Embedder(ToyEmbedder(32), name="other")):
         with pytest.raises(InputError, match="toy:32"):
             w.search("widget", mode="semantic", embedder=other)
@@ -157,6 +179,55 @@ def test_another_embedder_is_refused_in_a_scope(w):
         w.search("widget", mode="semantic")  # none configured
     with pytest.raises(InputError, match="mode"):
         w.search("widget", mode="fuzzy", embedder=toy)
+
+
+def spaces(mem: Memory, scope: Scope) -> int:
+    with mem.db.driver.session(database="neo4j") as s:
+        return s.run("MATCH (s:EmbeddingSpace {tenant: $t}) RETURN count(s) AS n", t=scope.tenant).single()["n"]
+
+
+def test_a_search_by_meaning_never_writes(w):
+    """Memories not embedded yet: refused, naming the step that embeds them, with nothing
+    written (no vector, no embedder record), or ranked after the embedded ones; once
+    embedded, a search at a past known_at reads what was known then."""
+    w.mem.save_task_state(w.scope, TaskStateIn(task_id="t1", goal="roll back the widget release"))
+    before = dt.datetime.now(dt.UTC)
+    for mode in ("semantic", "hybrid"):
+        with pytest.raises(InputError, match="graphmem embed"):
+            w.search("widget", mode=mode, embedder=toy)
+    assert vectors(w.mem, w.scope) == {w.search("widget").hits[0].memory_id: None}
+    assert spaces(w.mem, w.scope) == 0
+    w.mem.embed(w.scope, embedder=toy)
+    w.mem.save_task_state(w.scope, TaskStateIn(task_id="t2", goal="widget lunch"))
+    found = w.search("widget", mode="semantic", embedder=toy, unembedded="last")
+    assert [h.task_state.task_id for h in found.hits] == ["t1", "t2"] and found.hits[1].rank.semantic_score is None
+    with pytest.raises(InputError, match="graphmem embed"):  # t2 still has no vector
+        w.search("widget", mode="semantic", embedder=toy, known_at=before)
+    w.mem.embed(w.scope, embedder=toy)
+    past = w.search("widget", mode="hybrid", embedder=toy, known_at=before)
+    assert [h.task_state.task_id for h in past.hits] == ["t1"] and spaces(w.mem, w.scope) == 1
+
+
+def test_two_embedders_racing_for_a_new_scope_leave_one_record(w):
+    """Two first embeddings of a scope at once: one embedder becomes the scope's, the
+    other is refused; the scope keeps one record (schema.029's constraint as well)."""
+    from concurrent.futures import ThreadPoolExecutor
+    w.mem.save_task_state(w.scope, TaskStateIn(task_id="t1", goal="deploy the widget"))
+    rivals = [Embedder(ToyEmbedder(8 + i), name=f"toy:{8 + i}") for i in range(4)]
+
+    def first(e: Embedder) -> str:
+        try:
+            return w.mem.embed(w.scope, embedder=e)["embedder"]
+        except InputError:
+            return "refused"
+
+    with ThreadPoolExecutor(4) as pool:
+        outcome = list(pool.map(first, rivals))
+    assert sorted(outcome).count("refused") == 3 and spaces(w.mem, w.scope) == 1
+    winner = next(e for e in rivals if e.name in outcome)
+    assert w.search("widget", mode="semantic", embedder=winner).hits
+    with w.mem.db.driver.session(database="neo4j") as s, pytest.raises(Exception, match="already exists"):
+        s.run("CREATE (:EmbeddingSpace {tenant: $t, scope: $s})", t=w.scope.tenant, s=w.scope.id).consume()
 
 
 def test_a_killed_re_embedding_resumes_and_searches_wait_for_it(w):
@@ -189,6 +260,7 @@ def test_a_killed_re_embedding_resumes_and_searches_wait_for_it(w):
 def test_the_context_and_trace_record_the_mode(w):
     w.mem.save_task_state(w.scope, TaskStateIn(task_id="t1", goal="roll back the widget release"))
     w.mem.save_task_state(w.scope, TaskStateIn(task_id="t2", goal="order lunch"))
+    w.mem.embed(w.scope, embedder=toy)
     found = w.search("rollback", mode="hybrid", embedder=toy, limit=1)
     ctx = w.mem.build_context(w.scope, task_id="job", memories=found, token_budget=500)
     assert ctx.query.mode == "hybrid" and ctx.query.embedder == "toy:32"
@@ -205,6 +277,7 @@ def test_mcp_search_takes_the_mode(w):
     from graphmem.integrations.mcp import FixedAccess, build_server
     w.mem.save_task_state(w.scope, TaskStateIn(task_id="t1", goal="the certificates expired overnight"))
     mem = Memory(w.mem.db.driver, embedder=toy)
+    mem.embed(w.scope)
     server = build_server(mem, FixedAccess(w.scope, "agent"))
     assert ok(call(server, "search", text="certificate expiry"))["status"] == "not_found"
     found = ok(call(server, "search", text="certificate expiry", mode="semantic"))

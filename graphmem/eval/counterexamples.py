@@ -63,7 +63,10 @@ class World:
                                                        unit="USD", period=Q1, sources=sources))
 
     def search(self, text: str, **kw: Any) -> dict[str, Any]:
-        """The result on every rung offered, by rung."""
+        """The result on every rung offered, by rung (the scope embedded first: a search
+        never embeds)."""
+        if self.embedder is not None:
+            self.mem.embed(self.scope, embedder=self.embedder)
         return {r: self.mem.search(self.scope, text=text, mode=r, embedder=self.embedder if r != "text"
                                    else None, **kw) for r in rungs(self.embedder)}
 
@@ -174,6 +177,7 @@ def paraphrase(w: World) -> str | None:
              "The team ordered pizza for the Friday lunch.", "Quarterly revenue grew eight percent.",
              "The office moves to the third floor in March.")
     ids = [w.mem.save_task_state(w.scope, TaskStateIn(task_id=f"t{i}", goal=g)).id for i, g in enumerate(goals)]
+    w.mem.embed(w.scope, embedder=w.embedder)  # its own step: a search never embeds
     for rung in ("semantic", "hybrid"):
         res = w.mem.search(w.scope, text="Why did we undo the deployment?", mode=rung, embedder=w.embedder, limit=1)
         w.check(f"{rung}: the paraphrased memory is first", [h.memory_id for h in res.hits] == ids[:1])

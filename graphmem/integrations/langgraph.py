@@ -484,7 +484,7 @@ class GraphmemStore(BaseStore):
             scope = self.scope_of(namespace)
             result = self._mem.search(scope, text=query, types=("fact",), entity=self._entity(namespace),
                                       cutoff=self._cutoff, known_at=self._known_at, limit=depth,
-                                      mode="semantic", embedder=self._embedder)
+                                      mode="semantic", embedder=self._embedder, unembedded="last")
             found += [_item(namespace, h.answer.attribute, h.answer, search=True,
                             score=None if h.rank.semantic_score is None else 2 * h.rank.semantic_score - 1)
                       for h in result.hits if h.answer is not None and _ours(h.answer)]

@@ -24,8 +24,14 @@ candidate); ``hybrid``, ``TEXT_WEIGHT`` x the full-text score (the query's words
 over the scope's memories. Reciprocal-rank fusion measured worse on LoCoMo
 (docs/PERFORMANCE.md), as the issue's own measurements found.
 
-A memory of the scope with no vector by the embedder yet is embedded, stored, and the
-search asked again (a search waits for its vectors as it waits for the full-text index).
+**A search never writes.** It reads the scope's embedder record and refuses another
+embedder; the vectors are made when a memory is written through a ``GraphmemStore`` with
+an ``index``, or by ``graphmem embed`` (``Memory.embed``), an explicit step of its own.
+A memory of the scope with no vector by the embedder yet makes the search refuse with an
+InputError naming that step (``unembedded="refuse"``, the default), so a read-only
+connection, or a search at a past ``known_at``, never writes and never silently misses a
+memory; ``unembedded="last"`` ranks such memories after the embedded ones of their
+authority tier instead, with no semantic score (LangGraph's ``InMemoryStore`` does this for items put without an index).
 ``explain`` gives each hit's text score, semantic score, fused score and identifier
 count; ``SearchQuery.mode`` records the mode with every context snapshot built from it.
 """
@@ -41,8 +47,8 @@ from .. import search
 from ..db import Tx
 from ..errors import InputError
 from ..models import Scope, SearchExplain, SearchResult
-from .embedders import BATCH, Embedder
-from .store import claim, embed_rows, texts
+from .embedders import Embedder
+from .store import check_space
 
 TEXT_WEIGHT = 0.7
 """Hybrid's weight on the normalised text score (1 - it on similarity): see
@@ -85,15 +91,6 @@ def _scope(scope: Scope) -> dict[str, str]:
     return {"tenant": scope.tenant, "scope": scope.id}
 
 
-def embed_missing(memory: Any, scope: Scope, embedder: Embedder, todo: list[list[Any]]) -> None:
-    """Embed and store the memories a search found with no vector yet ([id, is a fact])."""
-    for start in range(0, len(todo), BATCH):
-        batch = [(i, fact) for i, fact in todo[start:start + BATCH]]
-        found = memory.db.read(lambda tx, b=batch: texts(tx, scope, b), "retrieval.texts")
-        embed_rows(lambda work: memory.write(scope, "retrieval.set_vectors", lambda tx, at: work(tx)),
-                   scope, embedder, found, embedder.text_of)
-
-
 def similarity(memory: Any, scope: Scope, hits: list[search._Hit], vector: list[float],
                embedder: Embedder) -> dict[str, float | None]:
     """The similarity of each of these hits to the query (for explain)."""
@@ -104,13 +101,18 @@ def similarity(memory: Any, scope: Scope, hits: list[search._Hit], vector: list[
     return {r["id"]: r["similarity"] for r in rows}
 
 
-def run(memory: Any, scope: Scope, q: dict[str, Any], embedder: Embedder,
-        timer: Callable[[], float] = time.perf_counter) -> SearchResult:
-    """A semantic or hybrid search (the module docstring)."""
+UNEMBEDDED = ("refuse", "last")
+
+
+def run(memory: Any, scope: Scope, q: dict[str, Any], embedder: Embedder, *,
+        unembedded: str = "refuse", timer: Callable[[], float] = time.perf_counter) -> SearchResult:
+    """A semantic or hybrid search (the module docstring): reads only."""
+    if unembedded not in UNEMBEDDED:
+        raise InputError("unembedded", f"must be one of {', '.join(UNEMBEDDED)}; got {unembedded!r}")
     started = timer()
     vector = embedder.query(q["text"])
     embedding_ms = (timer() - started) * 1000
-    claim(memory, scope, embedder)
+    check_space(memory.db.read_one("retrieval.space", **_scope(scope)), embedder)
 
     def scores(tx: Tx) -> tuple[dict[str, float], dict[str, int]]:
         text = text_scores(tx, scope, q["text"], q["entity"]) if q["mode"] == "hybrid" else {}
@@ -119,11 +121,11 @@ def run(memory: Any, scope: Scope, q: dict[str, Any], embedder: Embedder,
     text, idents = memory.db.read_each(scores, "search")
     meaning = {"name": embedder.name, "dims": embedder.dims, "vector": vector, "zero": not any(vector),
                "mode": q["mode"], "w": TEXT_WEIGHT, "text": text, "idents": idents}
-    while True:  # once more only if memories of the scope had no vector yet
-        ev = memory.db.read_each(lambda tx: search.evaluate(tx, scope, {**q, "meaning": meaning}), "search")
-        if not ev.unready:
-            break
-        embed_missing(memory, scope, embedder, ev.unready)
+    ev = memory.db.read_each(lambda tx: search.evaluate(tx, scope, {**q, "meaning": meaning}), "search")
+    if ev.unready and unembedded == "refuse":
+        raise InputError("embedder", f"{len(ev.unready)} memories of scope {scope.id} have no vector "
+                                     f"by {embedder.name} yet: embed them first with `graphmem embed "
+                                     "--embedder ...` (Memory.embed); a search never writes")
     top = ev.ranked[:q["limit"]]
     sims = similarity(memory, scope, top, vector, embedder) if top else {}
     best = max(text.values(), default=0.0)

@@ -11,9 +11,10 @@ where it stopped (each batch commits; what is left is what has no vector by the 
 **What is embedded** is the text a memory is found by (``search_text``: a fact version's
 key, value and sources; an experience's or task state's fields), unless the caller
 gives its own text (a LangGraph store embeds its index fields). A memory is embedded
-when a search first needs it (the search waits for it, as it waits for the full-text
-index) or by ``graphmem embed`` ahead of time; an erasure removes its vector with its
-payload.
+by the write that makes it when written through a ``GraphmemStore`` with an ``index``,
+else by ``graphmem embed`` (``Memory.embed``), an explicit write step; a search never
+writes, and refuses while memories of its scope have no vector (rank.py). An erasure
+removes a vector with its payload.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ def backfill(memory: Any, scope: Scope, embedder: Embedder, *, switch: bool = Fa
         done += len(batch)
         if progress:
             progress(done, len(todo))
-    switched = memory.write(scope, "retrieval.switch", lambda tx, at: tx.run(
+    switched = switch and memory.write(scope, "retrieval.switch", lambda tx, at: tx.run(
         "retrieval.switch", recorded_at=at, **params))
     return {"embedded": done, "embedder": embedder.name, "dims": embedder.dims,
             "switched": bool(switched), "seconds": round(time.perf_counter() - started, 3)}
