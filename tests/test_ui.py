@@ -176,6 +176,31 @@ def test_screen_steps_through_cutoffs(http):
     assert AFTER in http.get(later).text
 
 
+def test_panel_steps_through_cutoffs_and_links_each_key(http):
+    page = http.get("/panel", params={"attribute": ASSETS, "frames": "CY2015Q4I",
+                                      "cutoffs": "2016-05-09,2016-05-11"})
+    assert page.status_code == 200, page.text
+    table = page.text.split('id="panel"', 1)[1].split("</table>", 1)[0]
+    row = next(r for r in table.split("<tr>") if TESLA in r)
+    assert row.index(BEFORE) < row.index(AFTER)  # the restatement, cutoff by cutoff
+    links = [x.replace("&amp;", "&") for x in re.findall(r'href="(/key[^"]+)"', row)]
+    assert len(links) == 2 and "cutoff=2016-05-11" in links[1]
+    assert AFTER in http.get(links[1]).text  # the key page at that cutoff answers the same
+
+
+def test_panel_takes_the_command_lines_ranges_and_is_linked(http):
+    page = http.get("/panel", params={"attribute": ASSETS, "latest": "instant",
+                                      "cutoffs": "2016-01-01..2016-06-30:quarterly"})
+    assert page.status_code == 200, page.text
+    assert ">2016-03-31<" in page.text and ">2016-06-30<" in page.text
+    # each cutoff's latest instant: the 2015 year end, then the first quarter of 2016
+    assert re.search(BEFORE + r".*CY2015Q4I.*CY2016Q1I", _text(page.text.split('id="panel"', 1)[1]))
+    assert 'href="/panel"' in page.text  # the nav bar
+    screen = http.get("/screen", params={"attribute": ASSETS, "frame": "CY2015Q4I", "cutoff": "2016-05-09"})
+    link = re.search(r'id="to-panel" href="([^"]+)"', screen.text).group(1).replace("&amp;", "&")
+    assert BEFORE in http.get(link).text
+
+
 def test_agent_memory_candidates_snapshots_and_trace(http, world):
     agent = http.get("/agent")
     assert agent.status_code == 200
@@ -210,6 +235,12 @@ def test_another_tenants_ids_show_nothing(other, world):
     ("/screen?attribute=a&frame=CY20X", "frame"),
     ("/?q=a&limit=1000", "limit: an integer"),
     (KEY + "&page=99", "page: an integer from 1 to 1"),
+    (f"/panel?attribute={ASSETS}&frames=CY2015Q4I&cutoffs=2016-01-01..2016-12-31:weekly", "cutoffs: the step"),
+    (f"/panel?attribute={ASSETS}&frames=CY2015Q1..CY2016&cutoffs=2016-05-09", "frames: "),
+    (f"/panel?attribute={ASSETS}&frames=CY2015Q4I&cutoffs=/etc/passwd", "cutoffs: not an ISO date"),
+    (f"/panel?attribute={ASSETS}&cutoffs=2016-05-09", "frames: give exactly one"),
+    (f"/panel?attribute={ASSETS}&latest=decade&cutoffs=2016-05-09", "latest: must be one of"),
+    ("/panel?item=nothing&latest=year&cutoffs=2016-05-09", "item: "),
 ])
 def test_bad_parameters_get_a_message_not_a_trace(http, path, named):
     page = http.get(path)

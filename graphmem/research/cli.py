@@ -6,7 +6,9 @@ graphmem/cli.py).
 ``CY2019Q1I..CY2024Q4I`` (every quarter-end instant). ``--cutoffs`` takes
 ``FROM..TO:quarterly`` (every quarter end from FROM to TO; also ``monthly``,
 ``yearly``; each the end of its day in UTC), or a file of cutoffs, one ISO date or
-datetime per line (``#`` comments skipped).
+datetime per line (``#`` comments skipped). The web view's panel page
+(graphmem/ui/pages.py) parses its ``frames=`` and ``cutoffs=`` here too, a comma list of
+times in place of a file (a web request names no file on the server).
 """
 
 from __future__ import annotations
@@ -36,20 +38,24 @@ def _month_end(year: int, month: int) -> dt.date:
     return after - dt.timedelta(days=1)
 
 
-def cutoffs(text: str) -> list[dt.datetime]:
-    """``--cutoffs``: a stepped range of month ends, or a file of times."""
+def cutoffs(text: str, name: str = "--cutoffs", *, files: bool = True) -> list[dt.datetime]:
+    """``--cutoffs``: a stepped range of month ends, or a file of times (without ``files``,
+    a comma list of times instead); a bad one raises InputError naming ``name``."""
     match = _RANGE.fullmatch(text.strip())
+    if match is None and not files:
+        times = [parse_time(x.strip(), name) for x in text.split(",") if x.strip()]
+        return [x for x in times if x is not None]
     if match is None:
         try:
             lines = Path(text).read_text(encoding="utf-8-sig").splitlines()
         except (OSError, UnicodeDecodeError) as exc:
-            raise InputError("--cutoffs", f"neither FROM..TO:quarterly (monthly, yearly) nor a readable "
-                                          f"file of times: {exc}") from exc
-        times = [parse_time(line.strip(), "--cutoffs") for line in lines
+            raise InputError(name, f"neither FROM..TO:quarterly (monthly, yearly) nor a readable "
+                                   f"file of times: {exc}") from exc
+        times = [parse_time(line.strip(), name) for line in lines
                  if line.strip() and not line.strip().startswith("#")]
         return [x for x in times if x is not None]
     if match["step"] not in _STEPS:
-        raise InputError("--cutoffs", f"the step must be one of {', '.join(_STEPS)}; got {match['step']!r}")
+        raise InputError(name, f"the step must be one of {', '.join(_STEPS)}; got {match['step']!r}")
     first, last = dt.date.fromisoformat(match["from"]), dt.date.fromisoformat(match["to"])
     step, out = _STEPS[match["step"]], []
     n = first.year * 12 + first.month - 1
@@ -60,14 +66,15 @@ def cutoffs(text: str) -> list[dt.datetime]:
     return out
 
 
-def frames(text: str) -> list[str]:
-    """``--frames``: a comma list, or a range of one kind (see the module docstring)."""
+def frames(text: str, name: str = "--frames") -> list[str]:
+    """``--frames``: a comma list, or a range of one kind (see the module docstring); a
+    bad range raises InputError naming ``name``."""
     if ".." not in text:
         return [f.strip() for f in text.split(",") if f.strip()]
     parts = text.split("..")
     a, b = (_FRAME.fullmatch(x.strip()) for x in (parts if len(parts) == 2 else ("", "")))
     if a is None or b is None or bool(a[2]) != bool(b[2]) or bool(a[3]) != bool(b[3]):
-        raise InputError("--frames", f"{text!r}: a range joins two frames of one kind, e.g. CY2019Q1..CY2024Q4")
+        raise InputError(name, f"{text!r}: a range joins two frames of one kind, e.g. CY2019Q1..CY2024Q4")
     if not a[2]:
         return [f"CY{y}" for y in range(int(a[1]), int(b[1]) + 1)]
     first, last = int(a[1]) * 4 + int(a[2]) - 1, int(b[1]) * 4 + int(b[2]) - 1

@@ -92,7 +92,7 @@ def templates() -> Jinja2Templates:
     env = Environment(loader=PackageLoader("graphmem.ui", "templates"),
                       autoescape=select_autoescape(default=True), trim_blocks=True, lstrip_blocks=True)
     env.filters.update(number=pages.number, when=_when, iso=pages.iso)
-    env.globals.update(url=_url)
+    env.globals.update(url=_url, shown=pages.shown_version)
     return Jinja2Templates(env=env)
 
 

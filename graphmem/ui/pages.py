@@ -20,6 +20,9 @@ from .. import limits
 from ..errors import InputError, NotFoundError
 from ..memory import Memory
 from ..models import MEMORY_TYPES, Authority, Period, Require, Scope, SourceRecord
+from ..research import cli as panel_args
+from ..research import lineitems
+from ..research.panel import LATEST, Panel, PanelCell
 from ..screen import SORTS
 from ..values import NOW, parse_time
 from . import plot
@@ -27,6 +30,8 @@ from . import plot
 VERSIONS_PER_PAGE = 20  # a key's versions drawn and listed at once: a light page
 ROWS_PER_PAGE = 50  # rows of the other tables
 STEPS = {"1m": 1, "3m": 3, "1y": 12}  # a screen's cutoff steps, in months
+PANEL_COLUMNS = 60  # cutoffs a panel page shows side by side: a table still read on one screen
+PANEL_TEXT_BYTES = 4_000  # a panel's frames= or cutoffs= (a range, or a comma list)
 
 Page = tuple[str, dict[str, Any]]
 
@@ -256,6 +261,57 @@ def screen(memory: Memory, scope: Scope, p: Params) -> Page:
         "earlier": iso(shift_months(cutoff, -STEPS[step])), "later": iso(shift_months(cutoff, STEPS[step]))}
 
 
+# ---------------------------------------------------------------- 5b a panel
+
+
+def _panel_rows(result: Panel, entities: Sequence[str]) -> list[dict[str, Any]]:
+    """The grid of ``entities``: a row per entity (``latest``) or per entity and frame, a
+    cell per cutoff, in the panel's own order."""
+    wanted, rows = set(entities), {}
+    for c in result.cells:
+        if c.entity in wanted:
+            row = rows.setdefault((c.entity, None if result.latest else c.frame),
+                                  {"entity": c.entity, "frame": None if result.latest else c.frame, "cells": {}})
+            row["cells"][c.cutoff] = c
+    order = {f: i for i, f in enumerate(result.frames)}
+    return sorted(rows.values(), key=lambda r: (r["entity"], order.get(r["frame"], 0)))
+
+
+def panel(memory: Memory, scope: Scope, p: Params) -> Page:
+    """A point-in-time panel (``Memory.panel``) as a table: entities (and frames) down,
+    cutoffs across, each value a link to its key at that cutoff; a page of entities at a
+    time. ``frames=`` and ``cutoffs=`` are parsed by ``graphmem panel``'s own parsers."""
+    attribute, item = p.text("attribute"), p.text("item", limit=64)
+    latest = p.choice("latest", tuple(LATEST), None)
+    frames_text, cutoffs_text = p.text("frames", limit=PANEL_TEXT_BYTES), p.text("cutoffs", limit=PANEL_TEXT_BYTES)
+    known_at, unit = p.time("known_at"), p.text("unit")
+    context: dict[str, Any] = {"result": None, "latests": tuple(LATEST)}
+    if attribute is None and item is None:
+        return "panel.html", context
+    if attribute is not None and item is not None:
+        raise InputError("item", "give exactly one of attribute= or item=")
+    if cutoffs_text is None:
+        raise InputError("cutoffs", "required: FROM..TO:quarterly (monthly, yearly) or dates separated by commas")
+    times = panel_args.cutoffs(cutoffs_text, "cutoffs", files=False)
+    if len(times) > PANEL_COLUMNS:
+        raise InputError("cutoffs", f"{len(times)} cutoffs: this page shows at most {PANEL_COLUMNS} "
+                                    "(the command line's graphmem panel takes more)")
+    asked: Any = lineitems.load()[item] if item else attribute
+    result = memory.panel(scope, attribute=asked, frames=panel_args.frames(frames_text, "frames")
+                          if frames_text else None, latest=latest, cutoffs=times, known_at=known_at, unit=unit)
+    entities = sorted({c.entity for c in result.cells})
+    size = max(1, ROWS_PER_PAGE // max(1, len(result.frames)))
+    page, pages = p.page(len(entities), size)
+    return "panel.html", {**context, "result": result, "page": page, "pages": pages, "entities": len(entities),
+                          "rows": _panel_rows(result, _window(entities, page, size))}
+
+
+def shown_version(cell: PanelCell) -> Any:
+    """The version a panel cell shows and links: its answer, or its first candidate."""
+    a = cell.answer
+    return a.version or (a.candidates[0] if a.candidates else None)
+
+
 # ---------------------------------------------------------------- 6 agent memory
 
 
@@ -281,5 +337,5 @@ def snapshot(memory: Memory, scope: Scope, p: Params) -> Page:
 
 
 PAGES: Mapping[str, Callable[[Memory, Scope, Params], Page]] = {
-    "/": search, "/key": key, "/source": source, "/lineage": lineage, "/screen": screen,
+    "/": search, "/key": key, "/source": source, "/lineage": lineage, "/screen": screen, "/panel": panel,
     "/agent": agent, "/agent/snapshot": snapshot}
