@@ -176,9 +176,9 @@ def test_screen_steps_through_cutoffs(http):
     assert AFTER in http.get(later).text
 
 
-def test_panel_steps_through_cutoffs_and_links_each_key(http):
-    page = http.get("/panel", params={"attribute": ASSETS, "frames": "CY2015Q4I",
-                                      "cutoffs": "2016-05-09,2016-05-11"})
+@pytest.mark.parametrize("asked", [{"attribute": ASSETS}, {"item": "total_assets"}])  # a line item: its concept
+def test_panel_steps_through_cutoffs_and_links_each_key(http, asked):
+    page = http.get("/panel", params={**asked, "frames": "CY2015Q4I", "cutoffs": "2016-05-09,2016-05-11"})
     assert page.status_code == 200, page.text
     table = page.text.split('id="panel"', 1)[1].split("</table>", 1)[0]
     row = next(r for r in table.split("<tr>") if TESLA in r)
@@ -249,7 +249,8 @@ def test_bad_parameters_get_a_message_not_a_trace(http, path, named):
 
 
 @pytest.mark.parametrize("path", [KEY, KEY.replace("&period=2015-12-31", ""), "/screen",
-                                  f"/screen?attribute={ASSETS}&frame=CY2015Q4I", "/agent", "/source?id=x", "/"])
+                                  f"/screen?attribute={ASSETS}&frame=CY2015Q4I", "/agent", "/source?id=x", "/",
+                                  f"/panel?attribute={ASSETS}&latest=year&cutoffs=2016-05-09"])
 def test_a_parameter_named_path_is_not_a_server_error(http, path):
     """The pages link back to themselves with the request's own parameters (the lineage
     page: test_lineage_lists_its_versions_a_page_at_a_time)."""
