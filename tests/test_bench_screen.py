@@ -25,12 +25,3 @@ def test_bench_screen_smallest_size(migrated, tmp_path):
     results = json.loads(out.read_text())["results"]
     assert [r["variant"] for r in results] == ["quarter", "instant", "year"]
     assert "screen p50/p95 ms" in run.stdout and "load average" in run.stdout
-
-
-def test_bench_screen_table_smallest_size():
-    """The table benchmark still runs (no database: it renders a screen built in memory)."""
-    table = BENCH.with_name("bench_screen_table.py")
-    run = subprocess.run([sys.executable, str(table), "--rows", "50", "--repeat", "1"], capture_output=True,
-                         text=True, timeout=120, cwd=table.parent)
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert [line.split()[0] for line in run.stdout.splitlines()[2:5]] == ["50"] * 3

@@ -460,14 +460,20 @@ def test_replace_through_the_command_line_serves_the_new_database(booted):
 
 def test_a_replace_where_no_company_loads_leaves_the_old_database_serving(booted, tmp_path):
     """Every company of the universe fails: an error inside the build, before the import,
-    so --replace never moves the served database aside."""
+    so --replace never moves the served database aside (whatever the module's earlier
+    tests left serving: counted before, compared after)."""
+    with Memory.connect(booted.cfg.uri) as served:
+        before = served.counts(booted.scope)
     (tmp_path / "companyfacts-CIK0000000002.json").write_text(LPA[0].read_text()[:4000])  # truncated
     done = CliRunner().invoke(main, ["bootstrap", "edgar", str(tmp_path), "--home", str(booted.cfg.home),
                                      "--port", str(booted.cfg.port), "--replace"],
                               env={"GRAPHMEM_NEO4J_URI": booted.cfg.uri})
     assert (done.exit_code, done.stderr.strip()) == (
         1, "graphmem: error: bootstrap edgar: 1 of 1 companies not loaded: CIK 2 (failed)")
-    _still_serving(booted)
+    assert srv.status(booted.cfg).running
+    with Memory.connect(booted.cfg.uri) as served:
+        assert served.counts(booted.scope) == before and before["versions"] > 0
+    assert sorted(p.name for p in booted.cfg.home.iterdir()) == ["launcher.log", "launcher.pid", "neo4j"]
 
 
 def test_bootstrap_edgar_skips_and_names_an_unreadable_member_as_load_edgar_does(migrated, tmp_path):
