@@ -8,12 +8,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from graphmem import Memory, TaskStateIn
 from graphmem.cli import main
 
 TINY = Path(__file__).parent / "fixtures" / "locomo_tiny.json"  # LoCoMo's format, made up
+
+
+@pytest.fixture(autouse=True)
+def _server(migrated, monkeypatch):
+    """The CLI reads the server from the environment: point it at the tests' Neo4j."""
+    monkeypatch.setenv("GRAPHMEM_NEO4J_URI", migrated.uri)
 
 
 def invoke(*args: str):
