@@ -166,6 +166,7 @@ def test_semantic_search_agrees_with_langgraphs_in_memory_store_given_the_same_i
     for op in ops:
         if op[0] == "put":
             ours.put(op[1], op[2], op[3], index=op[4])
+            reference.delete(op[1], op[2])  # InMemoryStore keeps a re-put item's old vectors
             reference.put(op[1], op[2], op[3], index=op[4])
         elif op[0] == "delete":
             ours.delete(op[1], op[2])
@@ -444,3 +445,16 @@ def test_the_async_interface_runs_the_same_operations(store):
     import asyncio
 
     assert asyncio.run(_async_roundtrip(store)) == ({"v": 1}, [("async",)])
+
+
+def test_a_re_put_is_found_by_its_new_text_only(mem):
+    """The vectors belong to the value put: a field the new value no longer has (or a re-put
+    with index=False) leaves the item unscored, not scored by its old text."""
+    store = GraphmemStore(mem, tenant=tenant(), index=INDEX)
+    store.put(("a",), "k", {"t": "rollback"})
+    assert store.search(("a",), query="rollback")[0].score == pytest.approx(1.0)
+    store.put(("a",), "k", {"n": 1})
+    assert [i.score for i in store.search(("a",), query="rollback")] == [None]
+    store.put(("a",), "k", {"t": "rollback"})
+    store.put(("a",), "k", {"t": "rollback"}, index=False)
+    assert [i.score for i in store.search(("a",), query="rollback")] == [None]

@@ -82,7 +82,9 @@ namespace; another embedder is refused (InputError).
 Differences from ``InMemoryStore``: ``list_namespaces`` lists only namespaces that hold
 an item (``InMemoryStore`` also lists those that were only read, or whose items were all
 deleted); listings are ordered by ``updated_at``, not by insertion; TTLs are not
-supported.
+supported. A re-put's vectors are those of the new value only: ``InMemoryStore`` keeps
+the vector of a field that the new value no longer has (or of every field, when
+re-put with ``index=False``) and goes on scoring the item by its old text.
 """
 
 from __future__ import annotations
