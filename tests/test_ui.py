@@ -21,6 +21,7 @@ import re
 import socket
 import threading
 import time
+import urllib.parse
 import uuid
 from decimal import Decimal
 from pathlib import Path
@@ -447,6 +448,19 @@ def test_browser_moves_the_cutoff_across_the_restatement(browser, served, world)
     page.wait_for_url(re.compile(r"cutoff=2016-05-10T"))
     assert AFTER in page.inner_text("#value")
     assert page.evaluate("document.getElementsByTagName('*').length") < 400
+    # dragging the point: it follows the pointer and the form shows the cell under it
+    # while the button is down; the release asks for that cell (middle column: the
+    # original filing public, the restatement not yet)
+    first = (box["x"] + left + col / 2, box["y"] + top + 20)
+    page.mouse.move(*first)
+    page.mouse.down()
+    page.mouse.move(box["x"] + left + 1.5 * col, box["y"] + top + 20, steps=5)
+    middle = json.loads(page.get_attribute("#plot", "data-x"))[1]  # the 10-K's filing time
+    assert page.input_value("#cutoff") == middle and "cutoff=2016-05-10T" in page.url
+    assert col < float(page.get_attribute("#plot .point", "cx")) < 2 * col  # the point followed
+    page.mouse.up()
+    page.wait_for_url(lambda url: "cutoff=" + middle in urllib.parse.unquote(url))
+    assert BEFORE in page.inner_text("#value")
     page.context.close()
 
 
