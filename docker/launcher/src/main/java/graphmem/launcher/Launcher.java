@@ -7,6 +7,7 @@ import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import org.neo4j.configuration.GraphDatabaseSettings;
 import org.neo4j.configuration.connectors.BoltConnector;
+import org.neo4j.configuration.connectors.BoltConnectorInternalSettings;
 import org.neo4j.configuration.connectors.HttpConnector;
 import org.neo4j.configuration.helpers.SocketAddress;
 import org.neo4j.dbms.api.DatabaseManagementService;
@@ -33,7 +34,10 @@ import org.neo4j.io.ByteUnit;
  * A rolled-back transaction releases its locks at once.
  *
  * <p>The process prints {@code graphmem-launcher: ready} once Bolt answers, and shuts the
- * database down cleanly on SIGTERM (a JVM shutdown hook), releasing its store lock.
+ * database down cleanly on SIGTERM (a JVM shutdown hook), releasing its store lock. Bolt
+ * closes after the databases have stopped, so its two grace periods (5 s each by
+ * default: ten idle seconds in every stop, a bootstrap's swap or a test's restart) are
+ * cut to a second: no transaction is left for a connection to finish.
  */
 public final class Launcher {
     private Launcher() {}
@@ -63,6 +67,8 @@ public final class Launcher {
                 .setConfig(GraphDatabaseSettings.transaction_timeout, txTimeout)
                 .setConfig(GraphDatabaseSettings.lock_acquisition_timeout, lockTimeout)
                 .setConfig(GraphDatabaseSettings.transaction_monitor_check_interval, Duration.ofSeconds(1))
+                .setConfig(BoltConnectorInternalSettings.connection_shutdown_wait_time, Duration.ofSeconds(1))
+                .setConfig(BoltConnectorInternalSettings.thread_pool_shutdown_wait_time, Duration.ofSeconds(1))
                 .build();
 
         CountDownLatch stopped = new CountDownLatch(1);
