@@ -131,12 +131,16 @@ def server() -> None:
               help="Seconds a transaction that names no timeout may run (0: no limit).")
 @click.option("--lock-timeout", type=click.FloatRange(min=0), default=20.0, show_default=True,
               help="Seconds a lock wait may last before a transient (retried) error.")
+@click.option("--warm/--no-warm", default=True, show_default=True,
+              help="Plan graphmem's usual first calls in a background process once Bolt answers "
+                   "(it competes for CPU for a minute or more: skip it for a short scripted job).")
 def server_start(home: Path | None, port: int, heap: str, pagecache: str,
-                 password: str | None, timeout: float, tx_timeout: float, lock_timeout: float) -> None:
+                 password: str | None, timeout: float, tx_timeout: float, lock_timeout: float,
+                 warm: bool) -> None:
     """Build the launcher if needed, start it, wait until Bolt answers."""
     cfg = _recovered(_config(home, port, heap=heap, pagecache=pagecache, password=password,
                              tx_timeout=tx_timeout, lock_timeout=lock_timeout))
-    st = srv.start(cfg, timeout=timeout, warm=True)
+    st = srv.start(cfg, timeout=timeout, warm=warm)
     click.echo(f"started pid {st.pid}: {st.uri} (home {cfg.home})")
     click.echo(f"export GRAPHMEM_NEO4J_URI={st.uri}")
 

@@ -58,3 +58,16 @@ def wait_state(pid: int, wanted: str, timeout: float = 30) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"process {pid} is {state(pid)!r}, not {wanted!r}")
         time.sleep(0.05)
+
+
+def warmers(uri: str) -> list[int]:
+    """The pids of the plan warmers (``python -m graphmem.warm URI``) running on ``uri``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:  # gone meanwhile, or not a process
+            continue
+        if b"graphmem.warm" in argv and uri.encode() in argv:
+            found.append(int(proc.name))
+    return found

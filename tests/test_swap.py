@@ -30,7 +30,7 @@ from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
-from procs import state
+from procs import state, warmers
 
 from graphmem import Entity, Memory, Scope, swap
 from graphmem import server as srv
@@ -101,7 +101,8 @@ def _gone(pid: int, timeout: float = 15) -> bool:
 
 def _running(home) -> srv.ServerConfig:
     if not srv.status(home.cfg).running:
-        assert _graphmem("server", "start", *home.args).returncode == 0
+        assert _graphmem("server", "start", "--no-warm", *home.args).returncode == 0
+        assert not warmers(home.cfg.uri)  # no planning in the background to compete with the tests
     return home.cfg
 
 
@@ -147,7 +148,7 @@ def test_a_swap_killed_at_each_step_is_finished_by_the_next_command(home, step):
     (kept,) = home.cfg.home.glob("neo4j.replaced-*")
     assert f"kept: {kept}" in status.stdout
     if status.returncode == 3:
-        started = _graphmem("server", "start", *home.args)
+        started = _graphmem("server", "start", "--no-warm", *home.args)
         assert started.returncode == 0, started.stderr
         assert "finished" not in started.stderr  # done once, by `status`
     assert _served(home.cfg) == [home.spare.tenant]
