@@ -69,7 +69,7 @@ def neo4j_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neo4jServ
                               "testcontainers")
         return
     home = Path(tmp_path_factory.mktemp("neo4j"))
-    config = srv.ServerConfig(home=home, port=_free_port(), heap="1g", pagecache="256m")
+    config = srv.ServerConfig(home=home, port=_free_port(), heap="2g", pagecache="512m")  # each worker its own
     srv.start(config)
     try:
         yield Neo4jServer(config.uri, None, "launcher", config)

@@ -25,27 +25,12 @@ FRAMES = ("CY2024Q2", "CY2024Q3", "CY2024Q3I")
 KINDS = {"quarter": lambda f: "Q" in f and not f.endswith("I"), "instant": lambda f: f.endswith("I")}
 
 
-def expected(run: Run, frame: str, company: int, cutoff: dt.datetime, known_at: dt.datetime):
-    """(status, values, period text) of the model's screen row in ``frame``."""
-    selection = Selection.frame(frame)
-    found = []
-    for p, period in enumerate(PERIODS):
-        if selection.matches(period):
-            status, values = run.model.read((company, p), cutoff, known_at)
-            if status != "not_found":
-                found.append((selection.distance(period), status, values, period.text))
-    if not found:
-        return "not_found", set(), None
-    _, status, values, text = min(found)
-    return status, values, text
-
-
 def latest(run: Run, kind: str, company: int, cutoff: dt.datetime, known_at: dt.datetime):
     """(frame, row) of the entity's latest frame of ``kind`` with a candidate."""
     frames = sorted({f for p in PERIODS if (f := frame_of(p)) and KINDS[kind](f)},
                     key=lambda f: Selection.frame(f).end, reverse=True)
     for frame in frames:
-        row = expected(run, frame, company, cutoff, known_at)
+        row = run.expected(frame, company, cutoff, known_at)
         if row[0] != "not_found":
             return frame, row
     return None, ("not_found", set(), None)
@@ -97,7 +82,7 @@ def test_a_panel_is_the_models_screen_at_every_cutoff(clocked, setup, ops, days,
                 cells = [c for c in panel.cells if c.cutoff == cutoff and c.frame == frame]
                 assert [c.entity for c in cells] == universe, (frame, cutoff)
                 for cell in cells:
-                    row = expected(run, frame, ENTITIES.index(cell.entity), cutoff, known_at)
+                    row = run.expected(frame, ENTITIES.index(cell.entity), cutoff, known_at)
                     event(f"{frame} cell: {row[0]}")
                     assert got(cell) == want(row), (cell.entity, frame, cutoff)
                     assert (cell.first_value, cell.restated) == first_reported(run, cell, known_at), \
