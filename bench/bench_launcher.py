@@ -1,4 +1,4 @@
-"""Launcher figures: first (cold) Maven build, later start times, idle resident memory.
+"""Launcher figures: first (cold) Maven build, later start and stop times, idle resident memory.
 
 Usage: python bench/bench_launcher.py [--cold] [--starts 5]
 --cold builds into a fresh Maven repository (as on a new machine; downloads Neo4j's
@@ -44,6 +44,11 @@ def rss_mib(pid: int) -> float:
     raise RuntimeError("no VmRSS")
 
 
+def _p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cold", action="store_true")
@@ -58,7 +63,7 @@ def main() -> None:
     began = time.perf_counter()
     srv.build()
     print(f"cached build check: {time.perf_counter() - began:.3f} s")
-    starts, rss = [], []
+    starts, stops, rss = [], [], []
     with tempfile.TemporaryDirectory() as home:
         cfg = srv.ServerConfig(home=Path(home), port=_free_port(), heap=args.heap,
                                pagecache=args.pagecache)
@@ -68,11 +73,12 @@ def main() -> None:
             starts.append(time.perf_counter() - began)
             time.sleep(args.settle)
             rss.append(rss_mib(status.pid))
+            began = time.perf_counter()
             srv.stop(cfg)
-    starts.sort()
-    p95 = starts[min(len(starts) - 1, round(0.95 * (len(starts) - 1)))]
-    print(f"start until Bolt answers: median {statistics.median(starts):.1f} s, p95 {p95:.1f} s "
+            stops.append(time.perf_counter() - began)
+    print(f"start until Bolt answers: median {statistics.median(starts):.1f} s, p95 {_p95(starts):.1f} s "
           f"(n={len(starts)}, heap {args.heap}, page cache {args.pagecache})")
+    print(f"stop until the process is gone: median {statistics.median(stops):.1f} s, p95 {_p95(stops):.1f} s")
     print(f"idle resident memory {args.settle:g} s after start: median {statistics.median(rss):.0f} MiB")
 
 
