@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from procs import env  # noqa: E402 - test helpers beside this file
 
+pytestmark = pytest.mark.usefixtures("short_lived_jvms")  # tests/conftest.py
+
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 # script -> (smallest arguments, a line its report prints)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.usefixtures("short_lived_jvms")  # tests/conftest.py
+
 
 @pytest.mark.timeout(900)
 def test_the_bootstrap_benchmark_runs_at_its_smallest_size(migrated, tmp_path):

@@ -46,6 +46,8 @@ from graphmem.importcsv import FACT_KEY, GraphCsv
 from graphmem.probe import ProbeError, Slot, Template, Templates, check_layouts
 from graphmem.schema import latest
 
+pytestmark = pytest.mark.usefixtures("short_lived_jvms")  # tests/conftest.py
+
 UTC = dt.UTC
 FIXTURES = Path(__file__).parent / "fixtures"
 TESLA = (FIXTURES / "companyfacts-CIK0001318605-tesla.json", FIXTURES / "submissions-CIK0001318605-tesla.json")

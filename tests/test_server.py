@@ -15,9 +15,9 @@ from graphmem import Memory
 from graphmem import server as srv
 from graphmem.cli import main
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.skipif(
     not (shutil.which("mvn") and shutil.which("java")), reason="needs Maven and Java"
-)
+), pytest.mark.usefixtures("short_lived_jvms")]
 
 
 def _free_port() -> int:

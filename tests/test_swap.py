@@ -36,7 +36,8 @@ from graphmem import Entity, Memory, Scope, swap
 from graphmem import server as srv
 from graphmem.cli import main
 
-pytestmark = pytest.mark.skipif(not (shutil.which("mvn") and shutil.which("java")), reason="needs Maven and Java")
+pytestmark = [pytest.mark.skipif(not (shutil.which("mvn") and shutil.which("java")), reason="needs Maven and Java"),
+              pytest.mark.usefixtures("short_lived_jvms")]  # tests/conftest.py
 
 LPA = Path(__file__).parent / "fixtures" / "companyfacts-CIK0001997711-lpa.json"
 LPA_ENTITY = "cik:1997711"
