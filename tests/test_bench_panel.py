@@ -4,23 +4,21 @@ server (seconds; no figure is asserted - bench/bench_panel.py reports, never ass
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import uuid
 from pathlib import Path
 
+from procs import env
+
 BENCH = Path(__file__).parents[1] / "bench" / "bench_panel.py"
 
 
 def test_bench_panel_smallest_size(migrated, tmp_path):
-    env = {**os.environ, "GRAPHMEM_NEO4J_URI": migrated.uri}
-    if migrated.auth:
-        env |= {"GRAPHMEM_NEO4J_USER": migrated.auth[0], "GRAPHMEM_NEO4J_PASSWORD": migrated.auth[1]}
     out = tmp_path / "bench.json"
     run = subprocess.run([sys.executable, str(BENCH), "--companies", "2", "--years", "1", "--reads", "1",
                           "--cutoffs", "4", "--tenant", f"bench-smoke-{uuid.uuid4().hex[:8]}", "--drop",
-                          "--json", str(out)], env=env, capture_output=True, text=True, timeout=600)
+                          "--json", str(out)], env=env(migrated), capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     result = json.loads(out.read_text())
     assert result["cells"] == 2 * 4 and result["cutoffs"] == 4
