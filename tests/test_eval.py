@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from procs import env
 
 from graphmem import Memory, TaskStateIn
 from graphmem.cli import main
@@ -19,8 +20,11 @@ TINY = Path(__file__).parent / "fixtures" / "locomo_tiny.json"  # LoCoMo's forma
 
 @pytest.fixture(autouse=True)
 def _server(migrated, monkeypatch):
-    """The CLI reads the server from the environment: point it at the tests' Neo4j."""
-    monkeypatch.setenv("GRAPHMEM_NEO4J_URI", migrated.uri)
+    """The CLI reads the server from the environment: point it at the tests' Neo4j (its
+    password too: procs.env)."""
+    for name, value in env(migrated).items():
+        if name.startswith("GRAPHMEM_"):
+            monkeypatch.setenv(name, value)
 
 
 def invoke(*args: str):
