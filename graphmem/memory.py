@@ -21,7 +21,6 @@ from . import context as contexts
 from . import facts, governance, limits, lineage, retrieval, schema, values
 from . import screen as screening
 from . import search as searching
-from . import warm as warming
 from .db import Database, RetryPolicy, Timeouts, Tx
 from .errors import InputError, NotFoundError
 from .models import (
@@ -56,6 +55,15 @@ if TYPE_CHECKING:
     from .research.panel import Panel
 
 Clock = Callable[[], dt.datetime]
+
+
+def _warmer(driver: neo4j.Driver, database: str | None) -> Any:
+    """A plan warmer on ``driver`` (graphmem.warm), imported only when asked for: the
+    server's detached warmer runs that module as ``python -m graphmem.warm``, and a package
+    import of it before then would load it twice (runpy's warning in the server's log)."""
+    from .warm import Warmer
+
+    return Warmer(driver, database)
 
 
 def _aware(name: str, value: dt.datetime | None) -> dt.datetime | None:
@@ -199,7 +207,7 @@ class Memory:
         self._chunk_size = limits.check_int("chunk_size", chunk_size, 1, limits.CHUNK_SIZE)
         # semantic and hybrid search (graphmem/retrieval): None keeps search full-text only
         self._embedder = retrieval.as_embedder(embedder)
-        self._warmer = warming.Warmer(driver, self._db.database) if warm else None
+        self._warmer = _warmer(driver, self._db.database) if warm else None
 
     # ------------------------------------------------------------ lifecycle
 

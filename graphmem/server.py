@@ -322,12 +322,18 @@ def start(cfg: ServerConfig, timeout: float = 180.0, *, tie: bool = False, warm:
                              f"log {cfg.log_file}"), _log_tail(cfg))
 
 
+WARMING = "graphmem-warm: planning graphmem's first calls in the background, pid "
+
+
 def _warm(cfg: ServerConfig, env: dict[str, str]) -> None:
     """``python -m graphmem.warm`` on ``cfg``'s server, detached: it outlives this process
-    and ends once the plans are made (its line in the launcher's log)."""
+    and ends once the plans are made. The launcher's log names it (why the CPU is busy
+    after a start), then holds its line of seconds per call, or its error."""
     with open(cfg.log_file, "ab") as log:
-        subprocess.Popen([sys.executable, "-m", "graphmem.warm", cfg.uri], stdout=log, stderr=subprocess.STDOUT,
-                         stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        proc = subprocess.Popen([sys.executable, "-m", "graphmem.warm", cfg.uri], stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                start_new_session=True)
+        log.write(f"{WARMING}{proc.pid}\n".encode())
 
 
 def _terminate(pid: int, timeout: float) -> None:

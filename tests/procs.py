@@ -9,6 +9,10 @@ import sys
 import time
 from pathlib import Path
 
+from graphmem.server import WARMING
+
+READY = "graphmem-launcher: ready"  # the launcher's line once Bolt answers
+
 # Runs the command line in a fresh interpreter after executing $GRAPHMEM_TEST_INJECT
 # (Python text that patches a real call to stall, wait or signal), so a test can stop
 # a real load at a chosen point.
@@ -60,14 +64,8 @@ def wait_state(pid: int, wanted: str, timeout: float = 30) -> None:
         time.sleep(0.05)
 
 
-def warmers(uri: str) -> list[int]:
-    """The pids of the plan warmers (``python -m graphmem.warm URI``) running on ``uri``."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:  # gone meanwhile, or not a process
-            continue
-        if b"graphmem.warm" in argv and uri.encode() in argv:
-            found.append(int(proc.name))
-    return found
+def warmer(log: Path) -> int | None:
+    """The pid of the plan warmer the last start named in the launcher's log ``log``."""
+    lines = log.read_text(errors="replace").split(READY)[-1].splitlines() if log.exists() else []
+    named = [line.removeprefix(WARMING) for line in lines if line.startswith(WARMING)]
+    return int(named[-1]) if named else None

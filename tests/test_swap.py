@@ -30,7 +30,7 @@ from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
-from procs import state, warmers
+from procs import state, warmer
 
 from graphmem import Entity, Memory, Scope, swap
 from graphmem import server as srv
@@ -103,7 +103,7 @@ def _gone(pid: int, timeout: float = 15) -> bool:
 def _running(home) -> srv.ServerConfig:
     if not srv.status(home.cfg).running:
         assert _graphmem("server", "start", "--no-warm", *home.args).returncode == 0
-        assert not warmers(home.cfg.uri)  # no planning in the background to compete with the tests
+        assert warmer(home.cfg.log_file) is None  # no planning in the background to compete with the tests
     return home.cfg
 
 
