@@ -19,6 +19,7 @@ make universes of each ``--sizes`` rows. Each case runs in a child process of it
     companies into a fresh launcher of the same size (1 GiB heap, 512 MiB page cache):
     the online loader on a sample of the same files, run before and after the
     bootstraps (this machine is shared; the two runs bracket the bootstraps' load).
+    ``--online-uri`` puts them on a running server instead (a smoke run's shortcut).
 
 The projection for the SEC's whole companyfacts archive scales each step's measured
 rate at the largest size linearly to ``--archive-rows`` (an assumption, printed beside
@@ -92,24 +93,32 @@ def child_bootstrap(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def child_online(spec: dict[str, Any]) -> dict[str, Any]:
-    """``edgar.load`` of the first ``spec['companies']`` companies into a fresh launcher."""
+    """``edgar.load`` of the first ``spec['companies']`` companies into a fresh launcher,
+    or with ``spec['online_uri']`` into a tenant of its own on that server."""
+    from graphmem import server as srv
+
+    if spec["online_uri"]:
+        return _online_load(spec, spec["online_uri"], f"bench-{uuid.uuid4().hex[:8]}")
+    cfg = srv.ServerConfig(home=Path(spec["home"]), port=spec["port"] or free_port(), heap="1g", pagecache="512m")
+    srv.start(cfg)
+    try:
+        return _online_load(spec, cfg.uri, "bench")
+    finally:
+        srv.stop(cfg)
+
+
+def _online_load(spec: dict[str, Any], uri: str, tenant: str) -> dict[str, Any]:
     from graphmem.loaders import edgar, universe
 
     from graphmem import Memory, Scope
-    from graphmem import server as srv
 
-    cfg = srv.ServerConfig(home=Path(spec["home"]), port=spec["port"] or free_port(), heap="1g", pagecache="512m")
-    srv.start(cfg)
     load_before = load_average()
-    try:
-        with Memory.connect(cfg.uri) as mem, universe.discover(spec["paths"]) as found:
-            mem.migrate()
-            chosen = universe.select(found)[: spec["companies"]]
-            t = time.perf_counter()
-            report = edgar.load(mem, Scope(tenant="bench"), chosen, show_progress=False)
-            wall = time.perf_counter() - t
-    finally:
-        srv.stop(cfg)
+    with Memory.connect(uri) as mem, universe.discover(spec["paths"]) as found:
+        mem.migrate()
+        chosen = universe.select(found)[: spec["companies"]]
+        t = time.perf_counter()
+        report = edgar.load(mem, Scope(tenant=tenant), chosen, show_progress=False)
+        wall = time.perf_counter() - t
     rows = report.totals()["rows"]
     return {"seconds": wall, "rows": rows, "rows_per_s": rows / wall, "python_peak_rss_mb": peak_rss_mb(),
             "load_average": [load_before, load_average()]}
@@ -156,6 +165,9 @@ def main() -> None:
                         "(comma-separated; default: free ports)")
     parser.add_argument("--probe-uri", help="a running Neo4j for the bootstrap's search-text probe (nothing is "
                         "written to it); default: a launcher on the staging folder, on a free port")
+    parser.add_argument("--online-uri", help="a running Neo4j for the online sample (a tenant of its own each "
+                        "run, left there); default: a fresh launcher each run. Its plans may be warm: a smoke run's "
+                        "choice, not a comparison's")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -182,6 +194,7 @@ def main() -> None:
 
     memory = dataclasses.asdict(Sizes.of_machine())
     spec = {"paths": [str(paths["companyfacts"]), str(paths["submissions"])], "probe_uri": args.probe_uri,
+            "online_uri": args.online_uri,
             "sizes": memory}
     log(f"importer memory: {memory}")
     results: dict[str, Any] = {"sizes": memory, "shape": {"companies": shape.companies, "filings": shape.filings,

@@ -132,8 +132,9 @@ def server() -> None:
 @click.option("--lock-timeout", type=click.FloatRange(min=0), default=20.0, show_default=True,
               help="Seconds a lock wait may last before a transient (retried) error.")
 @click.option("--warm/--no-warm", default=True, show_default=True,
-              help="Plan graphmem's usual first calls in a background process once Bolt answers "
-                   "(it competes for CPU for a minute or more: skip it for a short scripted job).")
+              help="Make graphmem's usual first calls (in tenants of their own, writing nothing) in a "
+                   "background process once Bolt answers, so that their plans are made before yours "
+                   "(it competes for CPU for a minute or so: skip it for a short scripted job).")
 def server_start(home: Path | None, port: int, heap: str, pagecache: str,
                  password: str | None, timeout: float, tx_timeout: float, lock_timeout: float,
                  warm: bool) -> None:

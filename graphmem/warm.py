@@ -1,16 +1,21 @@
-"""Query plans made before the first call needs them.
+"""Plans made, and the server's code paths run, before the first call needs them.
 
 Neo4j plans a statement the first time its server sees the statement's text with its
 parameters' types (the executable query cache, per database), and on a server just
-started its planner is cold as well: the first ``as_of``, ``screen`` or ``search`` after a
-start took many times a warm call. :func:`warm` makes the calls an agent or a user makes
-first (as_of, facts_as_of, history, entity, screen, search, and the LangGraph store's
-search: its namespaces, then a search of each) through a *planning-only* Memory: the same code, so the same statement
-texts and parameter types, each statement prefixed with ``EXPLAIN``, which plans it and
-caches the plan (``EXPLAIN`` is not part of the cache key) without running it: nothing is
-read or written, whatever the statement. The answers are empty, so a call may stop early
-or fail once its first statements are planned; that is all it is for, and errors are
+started its planner and its runtime are cold code for the JVM as well: the first
+``as_of``, ``screen`` or ``search`` after a start took hundreds of times a warm call.
+:func:`warm` makes the calls an agent or a user makes first (as_of, facts_as_of,
+history, entity, screen, search, and the LangGraph store's search: its namespaces, then
+a namespace's search) for real, in tenants of its own that hold nothing (``warm`` and
+``graphmem-warm``), so that every statement on their way is planned and executed once.
+Nothing is written, whatever a call tries: the warming Memory's write transactions are
+always rolled back (``Database.rolled_back``). The answers are empty, so a call may stop
+early or fail once its first statements have run; that is all it is for, and errors are
 ignored.
+
+Executing, not only planning: warming through ``EXPLAIN`` (planned, cached, never run)
+left a warmed first call 10-45 times a warm one; running the calls brings it within a
+few times (bench/bench_coldstart.py, docs/PERFORMANCE.md).
 
 The cache key has each parameter's type and, for a string or a list, its length rounded
 up to a power of ten (Neo4j 5's parameter size hint: 1, 10, 100, ...). The strings that
@@ -41,12 +46,10 @@ from typing import Any
 
 import neo4j
 
-from .db import RetryPolicy
+from .db import Database, RetryPolicy
 from .models import Period, Scope
-from .queries import QUERIES, Catalogue
 
 log = logging.getLogger("graphmem.warm")
-PLANNED = Catalogue({name: f"EXPLAIN {text}" for name, text in QUERIES.items()})
 _AT = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
 _SENTENCE = "what did the filings of the company say about revenue in the last quarter"
 
@@ -66,6 +69,8 @@ def _calls(s: Scope) -> dict[str, Callable[[Any], Any]]:
         "search sentence": lambda m: m.search(s, text=_SENTENCE, cutoff=_AT),
         "search entity": lambda m: m.search(s, text="warm", types=("fact",), entity="e", match="any"),
         "store search": lambda m: _store(m, s.tenant).search(("warm",), query="warm"),
+        # its namespaces hold nothing, so the search of one is made as the store makes it
+        "store namespace search": lambda m: _store(m, s.tenant)._ranked([("warm",)], "warm", 10),
     }
 
 
@@ -83,23 +88,32 @@ CALLS = {f"{name} ({len(tenant)})": call for tenant in ("warm", "graphmem-warm")
 
 def warm(driver: neo4j.Driver, database: str | None = None, stop: threading.Event | None = None,
          calls: dict[str, Callable[[Any], Any]] = CALLS) -> dict[str, float]:
-    """Plan the statements of ``calls`` on ``driver``'s server; seconds per call. ``stop``
+    """Make ``calls`` on ``driver``'s server, writing nothing; seconds per call. ``stop``
     set: no further call starts."""
     from .memory import Memory  # memory imports this module
 
-    planning = Memory(driver, database, retry=RetryPolicy(attempts=1))
-    planning.db.queries = PLANNED
+    warming = Memory(driver, database, retry=RetryPolicy(attempts=1))
+    _unwritten(warming.db)
     seconds = {}
     for name, call in calls.items():
         if stop is not None and stop.is_set():
             break
         clock = time.monotonic()
         try:
-            call(planning)
+            call(warming)
         except Exception as exc:  # noqa: BLE001 - empty answers end a call early; its plans are made
             log.debug("warming %s ended: %s", name, exc)
         seconds[name] = time.monotonic() - clock
     return seconds
+
+
+def _unwritten(db: Database) -> None:
+    """Every write transaction of ``db`` rolled back: a warming call writes nothing."""
+
+    def write(work: Callable[[Any], Any], label: str = "write", *, idempotent: bool = False) -> Any:
+        return db.rolled_back(work, label)
+
+    db.write = write  # type: ignore[method-assign]
 
 
 class Warmer:

@@ -15,10 +15,11 @@ pytestmark = pytest.mark.usefixtures("short_lived_jvms")  # tests/conftest.py
 @pytest.mark.timeout(900)
 def test_the_bootstrap_benchmark_runs_at_its_smallest_size(migrated, tmp_path):
     """Two companies of 2 filings x 5 concepts: the online sample before and after, one
-    bootstrap (on launchers of its own; the search-text probe on the session's server,
-    which it writes nothing to: a launcher fewer to start)."""
+    bootstrap (on launchers of its own; the search-text probe and the online sample on
+    the session's server, the sample in tenants of its own: three launchers fewer)."""
     out = tmp_path / "bench.json"
-    probe = ["--probe-uri", migrated.uri] if migrated.auth is None else []  # the script takes no password
+    probe = (["--probe-uri", migrated.uri, "--online-uri", migrated.uri]
+             if migrated.auth is None else [])  # the script takes no password
     done = subprocess.run([sys.executable, str(Path(__file__).parents[1] / "bench" / "bench_bootstrap.py"),
                            "--sizes", "40", "--filings", "2", "--concepts", "5", "--online-companies", "1",
                            "--archive-rows", "1000", *probe, "--dir", str(tmp_path / "bench"), "--json", str(out)],
