@@ -21,6 +21,15 @@ ON MATCH SET s.version = CASE WHEN s.version < $version THEN $version ELSE s.ver
              s.applied_at = CASE WHEN s.version < $version THEN datetime() ELSE s.applied_at END
 RETURN s.version AS version
 
+// name: admin.sample
+// One stored fact key and its first version's search text, the first the label scan
+// finds: the key graphmem.warm makes its calls with answers on (read only).
+MATCH (k:FactKey)
+WITH k LIMIT 1
+MATCH (f:Fact)-[:VERSION_OF]->(k)
+RETURN k.scope AS scope, k.entity AS entity, k.attribute AS attribute, f.search_text AS text
+LIMIT 1
+
 // name: admin.constraints_and_indexes
 SHOW INDEXES YIELD name, type, labelsOrTypes, properties, state
 WHERE name STARTS WITH 'graphmem_'

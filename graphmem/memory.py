@@ -95,6 +95,8 @@ def _items(name: str, items: Iterable[Any], kind: type) -> Iterator[Any]:
 def _line_item(attribute: Any, **unsupported: Any) -> bool:
     """Whether a screen's or panel's attribute is a line item of a family
     (graphmem/research/lineitems.py), which takes no period, definition or requirement."""
+    if isinstance(attribute, str):  # a concept: the families need not be loaded (a first call's 40 ms)
+        return False
     from .research.lineitems import LineItem
 
     if not isinstance(attribute, LineItem):

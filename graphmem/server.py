@@ -260,8 +260,9 @@ def tied() -> Callable[[], None] | None:
 def start(cfg: ServerConfig, timeout: float = 180.0, *, tie: bool = False, warm: bool = False) -> ServerStatus:
     """Build if needed, start the launcher in the background and wait for Bolt. ``tie``:
     the launcher dies with this process (a bootstrap's staging server: :func:`tied`);
-    otherwise it outlives it. ``warm``: then plan graphmem's usual first calls on it,
-    in a process of its own (graphmem.warm), so that this returns at once."""
+    otherwise it outlives it. ``warm``: then make graphmem's usual first calls on it in
+    a process of its own (graphmem.warm), so that this returns at once; unless
+    ``$GRAPHMEM_WARM`` is ``0`` (a CI job, a script: every start skips it)."""
     current = status(cfg)
     if current.running:
         raise ServerError(
@@ -313,7 +314,7 @@ def start(cfg: ServerConfig, timeout: float = 180.0, *, tie: bool = False, warm:
             wait_for_bolt(cfg.uri, auth, timeout=2)
         except ServerError:
             continue
-        if warm:
+        if warm and os.environ.get("GRAPHMEM_WARM") != "0":
             _warm(cfg, env)
         return status(cfg)
     _terminate(proc.pid, 30)

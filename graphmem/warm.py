@@ -6,12 +6,14 @@ started its planner and its runtime are cold code for the JVM as well: the first
 ``as_of``, ``screen`` or ``search`` after a start took hundreds of times a warm call.
 :func:`warm` makes the calls an agent or a user makes first (as_of, facts_as_of,
 history, entity, screen, search, and the LangGraph store's search: its namespaces, then
-a namespace's search) for real, in tenants of its own that hold nothing (``warm`` and
-``graphmem-warm``), so that every statement on their way is planned and executed once.
-Nothing is written, whatever a call tries: the warming Memory's write transactions are
-always rolled back (``Database.rolled_back``). The answers are empty, so a call may stop
-early or fail once its first statements have run; that is all it is for, and errors are
-ignored.
+a namespace's search) for real, in tenants of its own that hold nothing (``warm``,
+``graphmem-warm``, ``gw``), so that every statement on their way is planned and executed
+once; then as_of, facts_as_of, history and a search on one stored key, if there is one
+(``admin.sample``: read only), so that the server's code that reads what an answer
+holds runs too. Nothing is written, whatever a call tries: the warming Memory's write
+transactions are always rolled back (``Database.rolled_back``). An empty tenant's
+answers are empty, so a call may stop early or fail once its first statements have run;
+that is all it is for, and errors are ignored.
 
 Executing, not only planning: warming through ``EXPLAIN`` (planned, cached, never run)
 left a warmed first call 10-45 times a warm one; running the calls brings it within a
@@ -20,9 +22,10 @@ few times (bench/bench_coldstart.py, docs/PERFORMANCE.md).
 The cache key has each parameter's type and, for a string or a list, its length rounded
 up to a power of ten (Neo4j 5's parameter size hint: 1, 10, 100, ...). The strings that
 vary in graphmem's statements are the tenant (a name of 2-10 or 11-100 characters), the
-scope (its JSON: 11-100 characters for most) and a search's Lucene query (the scope's
-digest and the words: 11-100 characters for a few words, more for a sentence); so the
-calls run for a tenant of each length and a search of a few words and of a sentence.
+scope (its JSON: 10 characters for a 2-character tenant, 11-100 for most) and a search's
+Lucene query (the scope's digest and the words: 11-100 characters for a few words, more
+for a sentence); so the calls run for a tenant of 2, 4 and 13 characters and a search of
+a few words and of a sentence (a 1-character tenant's shapes are left cold).
 
 Two ways in, both in the background, never in the way of a call that comes first:
 
@@ -36,6 +39,7 @@ Two ways in, both in the background, never in the way of a call that comes first
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import os
 import sys
@@ -82,8 +86,25 @@ def _store(memory: Any, tenant: str) -> Any:
     return GraphmemStore(memory, tenant=tenant)
 
 
-CALLS = {f"{name} ({len(tenant)})": call for tenant in ("warm", "graphmem-warm")
-         for name, call in _calls(Scope(tenant=tenant)).items()}
+def _stored(memory: Any) -> None:
+    """The reads of a call with answers, on one stored key (``admin.sample``): an empty
+    tenant's calls end where the answers would begin, and the server's code that reads
+    versions, sources and search hits would stay cold."""
+    row = memory.db.read_one("admin.sample")
+    if row is None:
+        return
+    tenant, pairs = json.loads(row["scope"])
+    scope, now = Scope(tenant=tenant, **dict(pairs)), dt.datetime.now(dt.UTC)
+    memory.as_of(scope, entity=row["entity"], attribute=row["attribute"], cutoff=now)
+    memory.facts_as_of(scope, entity=row["entity"], cutoff=now)
+    memory.history(scope, entity=row["entity"], attribute=row["attribute"])
+    memory.search(scope, text=" ".join((row["text"] or "").split()[:3]) or row["entity"], cutoff=now)
+
+
+# tenant names of 2, 3-10 and 11+ characters: the tenant and the scope's JSON in each of
+# their size classes (a 2-character tenant's scope JSON has 10 characters)
+CALLS = {f"{name} ({len(tenant)})": call for tenant in ("warm", "graphmem-warm", "gw")
+         for name, call in _calls(Scope(tenant=tenant)).items()} | {"a stored key": _stored}
 
 
 def warm(driver: neo4j.Driver, database: str | None = None, stop: threading.Event | None = None,

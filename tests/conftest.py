@@ -83,9 +83,12 @@ def short_lived_jvms() -> Iterator[None]:
     Maven) compile with C1 only (JAVA_TOOL_OPTIONS, which every JVM reads): a start and
     migration costs about half the CPU (measured: 18-20 s against 27-36 s of the JVM's
     CPU), and their queries are few. The session's server, a session fixture,
-    is started before any module fixture and keeps the full compiler."""
+    is started before any module fixture and keeps the full compiler. Nor do their
+    starts warm plans (GRAPHMEM_WARM=0: a detached warmer runs a minute or more of CPU
+    beside the tests; tests/test_server.py checks the default)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1")
+        patch.setenv("GRAPHMEM_WARM", "0")
         yield
 
 

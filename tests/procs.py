@@ -25,8 +25,9 @@ _MAIN = (
 
 
 def env(server, **extra: str) -> dict[str, str]:
-    """This environment pointed at ``server`` (its password too), plus ``extra``."""
-    out = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHMEM_")}
+    """This environment pointed at ``server`` (its password too), plus ``extra``; of
+    graphmem's own variables only GRAPHMEM_WARM (the tests' choice) is kept."""
+    out = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHMEM_") or k == "GRAPHMEM_WARM"}
     out["GRAPHMEM_NEO4J_URI"] = server.uri
     if server.auth:
         out["GRAPHMEM_NEO4J_USER"], out["GRAPHMEM_NEO4J_PASSWORD"] = server.auth

@@ -26,7 +26,8 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_start_status_second_start_stop(tmp_path: Path):
+def test_start_status_second_start_stop(tmp_path: Path, monkeypatch):
+    monkeypatch.delenv("GRAPHMEM_WARM")  # the default: a start warms
     home, port = tmp_path / "home", _free_port()
     args = ["--home", str(home), "--port", str(port)]
     runner = CliRunner()

@@ -52,7 +52,7 @@ def _free_port() -> int:
 def _graphmem(*args: str, **extra: str):
     """``graphmem ARGS`` as a user runs it, in this environment without graphmem's own
     variables (but ``extra``)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHMEM_")} | extra
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHMEM_") or k == "GRAPHMEM_WARM"} | extra
     return subprocess.run([str(Path(sys.executable).with_name("graphmem")), *args], env=env,
                           capture_output=True, text=True, timeout=600, check=False)
 
@@ -146,6 +146,7 @@ def test_a_swap_killed_at_each_step_is_finished_by_the_next_command(home, step):
     status = _graphmem("server", "status", *home.args)
     assert "finished the swap of a killed bootstrap" in status.stderr, status
     assert status.returncode == (0 if step == "start" else 3)
+    assert warmer(home.cfg.log_file) is None  # GRAPHMEM_WARM=0 (tests/conftest.py) reaches the swap's start
     (kept,) = home.cfg.home.glob("neo4j.replaced-*")
     assert f"kept: {kept}" in status.stdout
     if status.returncode == 3:

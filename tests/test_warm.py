@@ -19,11 +19,11 @@ def test_warming_makes_the_calls_and_writes_nothing(migrated):
 
     with migrated.connect() as mem:
         chosen = {name: call for name, call in warm.CALLS.items()
-                  if name.startswith(("as_of (", "entity (", "store namespace search ("))}
+                  if name.startswith(("as_of (", "entity (", "store namespace search (", "a stored key"))}
         chosen["a write"] = tries_to_write
         assert set(warm.warm(mem.db.driver, "neo4j", calls=chosen)) == set(chosen)  # a few: they take time
         assert len(wrote) == 1  # the write ran to its end ...
-        for tenant in ("warm", "graphmem-warm"):  # ... and nothing of it, or of any call, is there
+        for tenant in ("warm", "graphmem-warm", "gw"):  # ... and nothing of it, or of any call, is there
             assert not any(mem.counts(Scope(tenant=tenant)).values())
         clocks = mem.db.read_all("admin.counts", tenant="warm", scope=Scope(tenant="warm").id)
         assert clocks == [dict.fromkeys(clocks[0], 0)]
