@@ -323,7 +323,7 @@ def start(cfg: ServerConfig, timeout: float = 180.0, *, tie: bool = False, warm:
                              f"log {cfg.log_file}"), _log_tail(cfg))
 
 
-WARMING = "graphmem-warm: planning graphmem's first calls in the background, pid "
+WARMING = "graphmem-warm: making graphmem's first calls in the background, pid "
 
 
 def _warm(cfg: ServerConfig, env: dict[str, str]) -> None:

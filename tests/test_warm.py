@@ -18,7 +18,7 @@ def test_warming_makes_the_calls_and_writes_nothing(migrated):
         wrote.append(mem.put_entity(Scope(tenant="warm"), Entity(id="e1", name="written")))
 
     with migrated.connect() as mem:
-        chosen = {name: call for name, call in warm.CALLS.items()
+        chosen = {name: call for name, call in warm.SERVER_CALLS.items()
                   if name.startswith(("as_of (", "entity (", "store namespace search (", "a stored key"))}
         chosen["a write"] = tries_to_write
         assert set(warm.warm(mem.db.driver, "neo4j", calls=chosen)) == set(chosen)  # a few: they take time
