@@ -14,6 +14,7 @@ suite fast and also exercises scope isolation on every test.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import uuid
 from collections.abc import Iterator
@@ -90,6 +91,24 @@ def short_lived_jvms() -> Iterator[None]:
         patch.setenv("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1")
         patch.setenv("GRAPHMEM_WARM", "0")
         yield
+
+
+@pytest.fixture
+def restartable(short_lived_jvms, tmp_path: Path) -> Iterator[Neo4jServer]:
+    """A launcher of the test's own, migrated, for a test that stops or kills its server:
+    the session's server then keeps its plans and compiled code (restarted, it made every
+    later test of its worker plan its statements again on a cold JVM)."""
+    if not (shutil.which("mvn") and shutil.which("java")):
+        pytest.skip("needs Maven and Java: the launcher is the server a test can restart")
+    config = srv.ServerConfig(home=tmp_path / "neo4j", port=_free_port(), heap="512m", pagecache="64m")
+    srv.start(config, tie=True)
+    try:
+        server = Neo4jServer(config.uri, None, "launcher", config)
+        with server.connect() as mem:
+            mem.migrate()
+        yield server
+    finally:
+        srv.stop(config)
 
 
 @pytest.fixture(scope="session")

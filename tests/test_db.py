@@ -100,16 +100,14 @@ def test_migrate_from_two_processes_at_once(migrated):
 
 
 @pytest.mark.restart
-def test_write_retried_across_a_real_restart_lands_exactly_once(migrated, scope):
-    if migrated.config is None:
-        pytest.skip("only the launcher's server can be restarted by the tests")
+def test_write_retried_across_a_real_restart_lands_exactly_once(restartable, scope):
     policy = RetryPolicy(attempts=60, seconds=240, first_wait=0.5, max_wait=3)
-    with migrated.connect(retry=policy) as mem:
+    with restartable.connect(retry=policy) as mem:
         mem.put_entity(scope, Entity(id="ACME"))
         mem.record_source(scope, Source(id="doc", kind="memo", authority="primary",
                                         available_by=dt.datetime(2024, 1, 1, tzinfo=UTC)))
-        srv.stop(migrated.config)
-        restarter = threading.Thread(target=lambda: (time.sleep(3), srv.start(migrated.config)))
+        srv.stop(restartable.config)
+        restarter = threading.Thread(target=lambda: (time.sleep(3), srv.start(restartable.config)))
         restarter.start()
         try:
             version = mem.assert_fact(scope, FactIn(entity="ACME", attribute="headcount",

@@ -243,12 +243,10 @@ facts.write_facts, neo4j.Transaction.commit = _write, _commit
 
 @pytest.mark.restart
 @pytest.mark.timeout(480)
-def test_a_load_survives_the_server_killed_during_a_commit(migrated, scope, clean_lpa):
-    if migrated.config is None:
-        pytest.skip("only the launcher's server can be killed by the tests")
-    pid = srv.status(migrated.config).pid
+def test_a_load_survives_the_server_killed_during_a_commit(restartable, scope, clean_lpa):
+    pid = srv.status(restartable.config).pid
     load = cli("--debug", "load", "companyfacts", str(LPA), "--tenant", scope.tenant,
-               environ=env(migrated, GRAPHMEM_RETRY_ATTEMPTS="100000", GRAPHMEM_RETRY_SECONDS="400"),
+               environ=env(restartable, GRAPHMEM_RETRY_ATTEMPTS="100000", GRAPHMEM_RETRY_SECONDS="400"),
                inject=PAUSE_BEFORE_SECOND_FILING_COMMIT)
     try:
         line = load.stdout.readline().split()
@@ -262,12 +260,12 @@ def test_a_load_survives_the_server_killed_during_a_commit(migrated, scope, clea
             os.kill(pid, signal.SIGKILL)
         # the killed server's half-closed connections may hold its port for a while
         deadline = time.monotonic() + 150
-        while not srv._port_free(migrated.config.port) and time.monotonic() < deadline:
+        while not srv._port_free(restartable.config.port) and time.monotonic() < deadline:
             time.sleep(1)
-        srv.start(migrated.config)
+        srv.start(restartable.config)
     out, err = load.communicate(timeout=400)
     assert load.returncode == 0, err[-3000:]
     assert out.startswith(f"loaded {LPA}")
     assert "IncompleteCommit" in err  # --debug shows the retries: the commit's fate was unknown
-    with migrated.connect() as mem:
+    with restartable.connect() as mem:
         assert loaded(mem, scope) == clean_lpa
