@@ -143,6 +143,7 @@ CALL (x) {
   SET m.trigger = null, m.preconditions = null, m.procedure = null, m.outcome = null,
       m.goal = null, m.checkpoint = null, m.open_items = null, m.artifact_refs = null,
       m.search_text = null, m.search_scope = null, m.embedding = null, m.embedder = null,
+      m.embedded_at = $recorded_at,
       m.erased_at = coalesce(m.erased_at, $recorded_at)
   CREATE (x)-[:ERASES]->(m)
   RETURN collect(m.memory_id) AS memories

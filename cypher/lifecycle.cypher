@@ -77,7 +77,7 @@ WITH x
 UNWIND $version_ids AS vid
 MATCH (f:Fact {version_id: vid})-[:VERSION_OF]->(k:FactKey)
 WHERE f.tenant = $tenant AND f.scope = $scope
-SET f.value = null, f.value_num = null, f.embedding = null, f.embedder = null,
+SET f.value = null, f.value_num = null, f.embedding = null, f.embedder = null, f.embedded_at = $recorded_at,
     f.erased_at = coalesce(f.erased_at, $recorded_at),
     k.revision = k.revision + 1,
     k.flagged = CASE WHEN vid IN k.flagged THEN k.flagged ELSE k.flagged + vid END

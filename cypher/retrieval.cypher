@@ -4,6 +4,14 @@
 // A memory's vector is `embedding` (one or more vectors of `dims` floats, concatenated:
 // a LangGraph item indexed on several fields has one per field) made by `embedder`;
 // erasing the memory's payload erases it (lifecycle.erase, cascade.erase_memories).
+// `embedded_at`: when its vector was last set or cleared (the writing transaction's
+// clock time), so that a process's copy of the scope's vectors can catch up
+// (graphmem/retrieval/vectors.py).
+
+// fragment: retrieval.now
+// The writing transaction's time, for a statement that has no $recorded_at: the tenant
+// clock's, which admin.tick set first in every write transaction.
+COLLECT { MATCH (clock:GraphmemClock {id: $tenant}) RETURN clock.last }[0]
 
 // name: retrieval.space
 // The embedder a scope's vectors are made with, and the one a re-embedding moves it to.
@@ -78,60 +86,108 @@ CALL (row) {
   RETURN n
 }
 WITH n, row WHERE n.erased_at IS NULL
-SET n.embedding = row.vector, n.embedder = $name
+SET n.embedding = row.vector, n.embedder = $name, n.embedded_at =
+  // include: retrieval.now
 RETURN count(n) AS stored
 
-// name: retrieval.similarity
-// The cosine similarity of each named memory's vector with $vector, in [0, 1] (Neo4j's
-// vector.similarity.cosine: (1 + cos) / 2); a memory with several vectors takes its
-// best ($zero: the query's vector is all zeros). `ready` is false for a memory with no vector by $name yet (the caller embeds
-// it); an empty vector list (a LangGraph item put with index=False) has no similarity.
-// include: retrieval.nodes
-WITH n, n.embedder = $name AND n.embedding IS NOT NULL AS ready
-RETURN coalesce(n.version_id, n.memory_id) AS id, ready,
-       reduce(best = null, s IN [p IN [i IN range(0, CASE WHEN ready THEN size(n.embedding) / $dims ELSE 0 END - 1) |
-                                        n.embedding[i * $dims..(i + 1) * $dims]] |
-              // a zero vector (an empty text) is orthogonal to everything: cos 0
-              CASE WHEN $zero OR all(x IN p WHERE x = 0.0) THEN 0.5 ELSE vector.similarity.cosine(p, $vector) END] |
-              CASE WHEN best IS NULL OR s > best THEN s ELSE best END) AS similarity
+// fragment: retrieval.vector_row
+// A memory as a process's copy of its scope's vectors keeps it: its id, whether it is a
+// fact version, whether it is still searchable (not erased), its vector(s) by $name, and
+// the entities it is about (a fact version: its key's; fixed when it is written), which
+// an entity-filtered search takes its candidates from.
+RETURN coalesce(n.version_id, n.memory_id) AS id, n:Fact AS fact, n.search_text IS NOT NULL AS alive,
+       CASE WHEN n.embedder = $name THEN n.embedding END AS embedding,
+       CASE WHEN n:Fact THEN COLLECT { MATCH (n)-[:VERSION_OF]->(:FactKey)-[:ABOUT]->(e:Entity) RETURN e.uid }
+            ELSE COLLECT { MATCH (n)-[:ABOUT]->(e:Entity) RETURN e.uid } END AS entities
 
-// name: retrieval.text_scores
-// Full-text scores of the scope's memories for a query (the scope token is in $lucene):
-// hybrid ranking's text side, and the memories holding an identifier. Scores only: which
-// memories are legal is search.hits' answer, never this one's.
+// name: retrieval.vectors
+// Every fact version and memory of a scope (retrieval.vector_row), for a process's first
+// look at its vectors: in records of $chunk memories, each a list per field (a record per
+// memory costs the driver more than reading the store does).
+CALL () {
+  MATCH (n:Fact) WHERE n.tenant = $tenant AND n.scope = $scope AND n.recorded_at IS NOT NULL
+  RETURN n
+  UNION ALL
+  MATCH (n:Memory) WHERE n.tenant = $tenant AND n.scope = $scope AND n.recorded_at IS NOT NULL
+  RETURN n
+}
+CALL (n) {
+  // include: retrieval.vector_row
+}
+// (each vector in a list of its own: collect drops nulls, and an unembedded memory has none)
+WITH collect(id) AS ids, collect(fact) AS fact, collect(alive) AS alive,
+     collect([embedding]) AS embedding, collect(entities) AS entities
+UNWIND range(0, size(ids) - 1, $chunk) AS at
+RETURN ids[at..at + $chunk] AS ids, fact[at..at + $chunk] AS fact, alive[at..at + $chunk] AS alive,
+       embedding[at..at + $chunk] AS embedding, entities[at..at + $chunk] AS entities
+
+// name: retrieval.prepare
+// Everything a search by meaning reads before it ranks, in one round trip:
+// - `space`: the scope's embedder record (retrieval.space);
+// - what changed in the scope since the process last looked at its vectors ($since: the
+//   tenant clock's time then; $store: the store's id then): nothing when the tenant's
+//   clock has not moved (every write ticks it), else the scope's fact versions and
+//   memories written, or whose vector was set or cleared, after $since. The clock is read
+//   first, so a write that commits after it is read again next time. No rows without
+//   $since (a first look reads retrieval.vectors) or when the store is another (it was
+//   replaced: read whole again);
+// - `found`: for each Lucene query of $lucene (the scope's token in each), the ids of the
+//   memories of the scope it matches and their scores, as two lists (hybrid's text side,
+//   the query's identifiers, the memories about an entity: graphmem/retrieval/rank.py).
 CALL db.index.fulltext.awaitEventuallyConsistentIndexRefresh()
-CALL db.index.fulltext.queryNodes('graphmem_search_text', $lucene) YIELD node AS n, score
-WHERE n.tenant = $tenant AND n.scope = $scope
-RETURN coalesce(n.version_id, n.memory_id, n.id) AS id, score
+CALL db.info() YIELD id AS store
+OPTIONAL MATCH (c:GraphmemClock {id: $tenant})
+WITH store, c.last AS last
+CALL (store, last) {
+  WITH store, last WHERE store = $store AND last > $since
+  CALL () {
+    MATCH (n:Fact) WHERE n.tenant = $tenant AND n.scope = $scope AND n.recorded_at > $since
+    RETURN n
+    UNION
+    MATCH (n:Fact) WHERE n.tenant = $tenant AND n.scope = $scope AND n.embedded_at > $since
+    RETURN n
+    UNION
+    MATCH (n:Memory) WHERE n.tenant = $tenant AND n.scope = $scope AND n.recorded_at > $since
+    RETURN n
+    UNION
+    MATCH (n:Memory) WHERE n.tenant = $tenant AND n.scope = $scope AND n.embedded_at > $since
+    RETURN n
+  }
+  CALL (n) {
+    // include: retrieval.vector_row
+  }
+  RETURN collect({id: id, fact: fact, alive: alive, embedding: embedding, entities: entities}) AS rows
+}
+CALL () {
+  UNWIND $lucene AS query
+  CALL (query) {
+    CALL db.index.fulltext.queryNodes('graphmem_search_text', query) YIELD node AS n, score
+    WHERE n.tenant = $tenant AND n.scope = $scope
+    RETURN collect(coalesce(n.version_id, n.memory_id, n.id)) AS ids, collect(score) AS scores
+  }
+  RETURN collect([ids, scores]) AS found
+}
+OPTIONAL MATCH (s:EmbeddingSpace {tenant: $tenant, scope: $scope})
+RETURN store, last, rows, found,
+       {name: s.name, dims: s.dims, target: s.target, target_dims: s.target_dims} AS space
 
 // fragment: retrieval.rescore
 // `found` for search.hits: `matched_text` ([node, text score] for the memories a search's
-// Lucene query matched) as it is, for a text search ($meaning null); for a search by
-// meaning ($meaning: {name, dims, vector, zero, mode, w, text, idents}) the scope's
-// memories (the Lucene query is the scope alone) rescored: 2 x the query's identifiers
-// the memory holds ($meaning.idents by id) + the fused score in [0, 1] - the similarity
-// (semantic) or w x min-max(text score, $meaning.text by id) + (1 - w) x
-// min-max(similarity) over the scope's memories (hybrid). `unready`: [id, is a fact] of
-// the memories with no vector by $meaning.name yet (the caller embeds them, asks again).
+// Lucene query matched) as it is, for a text search ($meaning null). A search by meaning
+// ($meaning: {candidates, rest, others}) scores the scope's memories in process
+// (graphmem/retrieval/rank.py) and sends its best candidates in score order,
+// $meaning.candidates ([id, is a fact, score]); `others` more memories of the scope score
+// at most $meaning.rest (null: none), which bounds them (`beyond`, search.hits' frontier).
 WITH matched_text WHERE $meaning IS NULL
-RETURN matched_text AS found, [] AS unready
+RETURN matched_text AS found
 UNION
 WITH matched_text WHERE $meaning IS NOT NULL
-UNWIND matched_text AS hit
-WITH hit[0] AS n, coalesce(hit[0].version_id, hit[0].memory_id, hit[0].id) AS id
-WITH n, id, n.embedder = $meaning.name AND n.embedding IS NOT NULL AS ready
-WITH n, id, ready, coalesce($meaning.text[id], 0.0) AS t,
-     reduce(best = null, s IN [p IN [i IN range(0, CASE WHEN ready THEN size(n.embedding) / $meaning.dims ELSE 0 END - 1) |
-                                     n.embedding[i * $meaning.dims..(i + 1) * $meaning.dims]] |
-            CASE WHEN $meaning.zero OR all(x IN p WHERE x = 0.0) THEN 0.5
-                 ELSE vector.similarity.cosine(p, $meaning.vector) END] |
-            CASE WHEN best IS NULL OR s > best THEN s ELSE best END) AS sim
-WITH collect({n: n, id: id, ready: ready, t: t, sim: sim}) AS rows,
-     min(t) AS tmin, max(t) AS tmax, min(sim) AS smin, max(sim) AS smax
-RETURN [r IN rows | [r.n, 2.0 * coalesce($meaning.idents[r.id], 0) + CASE $meaning.mode
-          WHEN 'semantic' THEN coalesce(r.sim, 0.0)
-          ELSE $meaning.w * CASE WHEN tmax > tmin THEN (r.t - tmin) / (tmax - tmin) ELSE 0.0 END
-               + (1 - $meaning.w) * CASE WHEN smax > smin THEN (coalesce(r.sim, smin) - smin) / (smax - smin)
-                                         ELSE 0.0 END
-        END]] AS found,
-       [r IN rows WHERE NOT r.ready AND (r.n:Fact OR r.n:Memory) | [r.id, r.n:Fact]] AS unready
+UNWIND $meaning.candidates AS c
+CALL (c) {
+  MATCH (n:Fact {version_id: c[0]}) WHERE c[1]
+  RETURN n
+  UNION ALL
+  MATCH (n:Memory {memory_id: c[0]}) WHERE NOT c[1]
+  RETURN n
+}
+RETURN collect([n, c[2]]) AS found

@@ -153,3 +153,20 @@ CREATE CONSTRAINT graphmem_load_mark_uid IF NOT EXISTS FOR (n:LoadMark) REQUIRE 
 // under the tenant's clock lock; the constraint keeps it one whatever writes it) and
 // the index a search by meaning finds it with.
 CREATE CONSTRAINT graphmem_embedding_space IF NOT EXISTS FOR (n:EmbeddingSpace) REQUIRE (n.tenant, n.scope) IS UNIQUE
+
+// name: schema.030.fact_recorded
+// A process's copy of a scope's vectors (graphmem/retrieval/vectors.py) catches up with
+// the graph through these four: the scope's fact versions and memories written since its
+// last look (recorded_at), and those whose vector was set or cleared since (embedded_at,
+// stamped by every statement that writes a vector). Its first look reads the scope whole
+// through the first two (an existence predicate on the third property).
+CREATE INDEX graphmem_fact_recorded IF NOT EXISTS FOR (n:Fact) ON (n.tenant, n.scope, n.recorded_at)
+
+// name: schema.031.memory_recorded
+CREATE INDEX graphmem_memory_recorded IF NOT EXISTS FOR (n:Memory) ON (n.tenant, n.scope, n.recorded_at)
+
+// name: schema.032.fact_embedded
+CREATE INDEX graphmem_fact_embedded IF NOT EXISTS FOR (n:Fact) ON (n.tenant, n.scope, n.embedded_at)
+
+// name: schema.033.memory_embedded
+CREATE INDEX graphmem_memory_embedded IF NOT EXISTS FOR (n:Memory) ON (n.tenant, n.scope, n.embedded_at)

@@ -41,6 +41,8 @@ SET f.search_scope = CASE WHEN f.erased_at IS NULL THEN $scope_token END,
     f.embedding = null, f.embedder = null,
     f.search_text =
       // include: search.fact_text
+SET f.embedded_at =
+  // include: retrieval.now
 RETURN count(f) AS indexed
 
 // name: search.index_memories
@@ -71,6 +73,8 @@ SET m.search_scope = CASE WHEN m.erased_at IS NULL THEN $scope_token END,
       coalesce(m.trigger, '') + ' ' + coalesce(m.outcome, '') + ' ' + coalesce(m.task_id, '') + ' '
       + coalesce(m.goal, '') + ' ' + coalesce(m.checkpoint, '') + ' ' + lists + ' ' + linked
     END
+SET m.embedded_at =
+  // include: retrieval.now
 RETURN count(m) AS indexed
 
 // name: search.entity_text
@@ -138,11 +142,12 @@ CALL (K, C) {
   }
   WITH coalesce(top, 0) AS top, -4611686018427387904 AS never
   CALL () {
+    WITH 1 AS text WHERE $meaning IS NULL
     CALL db.index.fulltext.queryNodes('graphmem_search_text', $lucene) YIELD node AS n, score
     RETURN collect([n, score]) AS matched_text
   }
-  // a search by meaning scores every memory of the scope by it instead (everything
-  // below - filters, early termination, ranking - is the same; graphmem/retrieval)
+  // a search by meaning takes its best candidates by meaning instead (everything below -
+  // filters, early termination, ranking - is the same; graphmem/retrieval/rank.py)
   CALL (matched_text) {
     // include: retrieval.rescore
   }
@@ -160,13 +165,17 @@ CALL (K, C) {
     LIMIT coalesce($limit + $limit / 2 + 1, 0)
     RETURN collect([n, score, at, id, able]) AS first
   }
-  WITH top, found, unready, first, $limit + $limit / 2 AS enough
-  WITH size(found) AS matched,
+  WITH top, found, first, $limit + $limit / 2 AS enough
+  WITH size(found) + coalesce($meaning.others, 0) AS matched,
        CASE WHEN enough <= size(first) AND first[enough - 1][4] THEN enough END AS upto,
-       top, found, unready, first
-  WITH matched, unready, coalesce(first[..upto], found) AS evaluated,
+       top, found, first
+  // the memories a search by meaning did not send score at most $meaning.rest: no
+  // better than its authority bound with that score (the latest availability, the
+  // smallest id)
+  WITH matched, coalesce(first[..upto], found) AS evaluated,
        CASE WHEN upto < size(first)
             THEN [CASE WHEN first[upto][4] THEN top ELSE 0 END] + first[upto][1..4]
+            WHEN $meaning.rest IS NOT NULL THEN [top, $meaning.rest, 4611686018427387904, '']
        END AS frontier
   CALL (evaluated, K, C) {
     UNWIND evaluated AS hit
@@ -259,7 +268,7 @@ CALL (K, C) {
     RETURN best, reasons, dropped, ranked, size(versions) AS fact_versions, key_count, keys
   }
   RETURN matched, matched - size(evaluated) AS skipped, frontier,
-         best, reasons, dropped, ranked, fact_versions, key_count, keys, unready
+         best, reasons, dropped, ranked, fact_versions, key_count, keys
 }
 // The first batch of the read rule, in this statement: the keys that would fill the
 // page if the rule kept them all (`placed`: fewer than $limit keys and experiences or
@@ -267,14 +276,14 @@ CALL (K, C) {
 // the $limit-th experience or task state (the rule removes a key whole often enough - a
 // figure restated in a later filing - that a second statement costs more than a few more
 // rows); every key for a trace. Read by uid at (C, K) - fact.read itself, included.
-WITH K, C, matched, skipped, frontier, best, reasons, dropped, ranked, fact_versions, unready,
+WITH K, C, matched, skipped, frontier, best, reasons, dropped, ranked, fact_versions,
      key_count, keys, ranked[$limit - 1] AS floor,
      [i IN range(0, size(keys) - 1)
       WHERE i + size([m IN ranked WHERE m.rank > keys[i].rank OR m.rank = keys[i].rank AND (
                         m.score > keys[i].score OR m.score = keys[i].score AND (
                           m.at > keys[i].at OR m.at = keys[i].at AND m.id < keys[i].uid))])
             < $limit] AS placed
-WITH K, C, matched, skipped, frontier, best, reasons, dropped, ranked, fact_versions, unready,
+WITH K, C, matched, skipped, frontier, best, reasons, dropped, ranked, fact_versions,
      key_count, keys,
      CASE WHEN NOT $read THEN []
           WHEN $limit IS NULL THEN keys
@@ -283,7 +292,7 @@ WITH K, C, matched, skipped, frontier, best, reasons, dropped, ranked, fact_vers
                     k.at > floor.at OR k.at = floor.at AND k.uid < floor.id))
                ][..size(placed) + size(placed) / 2]
      END AS first
-WITH K, C, matched, skipped, frontier, best, reasons, dropped, ranked, fact_versions, unready,
+WITH K, C, matched, skipped, frontier, best, reasons, dropped, ranked, fact_versions,
      key_count, keys, first,
      [i IN range(0, size(first) - 1) | {
        i: i, uid: first[i].uid, entity: null, attribute: null, unit: null, definition: null,
@@ -297,7 +306,7 @@ WITH K, C, matched, skipped, frontier, best, reasons, dropped, ranked, fact_vers
 RETURN K.epochSeconds * 1000000 + K.nanosecond / 1000 AS known_at,
        C.epochSeconds * 1000000 + C.nanosecond / 1000 AS cutoff,
        matched, skipped, frontier, best, reasons, dropped AS removed, fact_versions,
-       key_count, unready,
+       key_count,
        [m IN ranked | [m.id, m.type, m.score, m.at, m.rank]] AS memories,
        [k IN keys | [k.uid, k.rank, k.matched]] AS keys,
        [k IN first | k.uid] AS read,

@@ -49,6 +49,7 @@ from .models import (
     WriteReport,
     check_scope,
 )
+from .retrieval.vectors import VectorCache
 from .values import NOW, Now, digest
 
 if TYPE_CHECKING:
@@ -209,6 +210,7 @@ class Memory:
         self._chunk_size = limits.check_int("chunk_size", chunk_size, 1, limits.CHUNK_SIZE)
         # semantic and hybrid search (graphmem/retrieval): None keeps search full-text only
         self._embedder = retrieval.as_embedder(embedder)
+        self._vectors = VectorCache()
         self._warmer = _warmer(driver, self._db.database) if warm else None
 
     # ------------------------------------------------------------ lifecycle
@@ -256,6 +258,12 @@ class Memory:
     def db(self) -> Database:
         """The transaction runner, for the other repositories built on this memory."""
         return self._db
+
+    @property
+    def vectors(self) -> VectorCache:
+        """This memory's in-process copies of its scopes' vectors, which searches by
+        meaning rank with (graphmem/retrieval/vectors.py)."""
+        return self._vectors
 
     def migrate(self) -> int:
         """Apply the schema (idempotent, safe to race); return the recorded schema version."""

@@ -253,9 +253,6 @@ class Evaluation:
     unevaluated: int = 0
     # experiences and task states that can reach the page, by id (none for a trace)
     details: dict[str, Experience | TaskState] = field(default_factory=dict)
-    # a search by meaning: [id, is a fact] of the scope's memories not embedded yet
-    # (graphmem/retrieval embeds them and searches again)
-    unready: list[list[Any]] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return {f: self.reasons[f] for f in FILTERS if self.reasons[f]}
@@ -289,6 +286,13 @@ def evaluate(tx: Tx, scope: Scope, q: dict[str, Any], exhaustive: bool = False
     return ev
 
 
+def evaluate_candidates(tx: Tx, scope: Scope, q: dict[str, Any]) -> Evaluation | None:
+    """A search by meaning's evaluation of the candidates it sent (``q["meaning"]``,
+    graphmem/retrieval/rank.py): every one is evaluated, and None when those it did not
+    send could still rank (it then sends more)."""
+    return _evaluate(tx, scope, q, lazy=False)
+
+
 def _evaluate(tx: Tx, scope: Scope, q: dict[str, Any], *, lazy: bool,
               exhaustive: bool = False) -> Evaluation | None:
     """One evaluation; None when ``lazy`` left hits unevaluated that might still rank."""
@@ -314,8 +318,7 @@ def _evaluate(tx: Tx, scope: Scope, q: dict[str, Any], *, lazy: bool,
                      for memory_id, kind, score, available_ms, rank in row["memories"]],
                     unevaluated=row["skipped"] + row["fact_versions"],
                     details=governance.to_memories(row["details"], known_at=known_at,
-                                                   cutoff=cutoff),
-                    unready=row["unready"])
+                                                   cutoff=cutoff))
     keys = _keys(row["keys"])
     # the first batch, read by search.hits itself
     _read(ev, {k: keys[k][1] for k in row["read"]}, row["answers"], cutoff, q["require"])

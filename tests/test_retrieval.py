@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from world import Q1, Q2, World
 
-from graphmem import ExperienceIn, InputError, Memory, Scope, TaskStateIn
+from graphmem import Entity, ExperienceIn, InputError, Memory, Scope, TaskStateIn
 from graphmem.retrieval import Embedder, ToyEmbedder
 
 DAY0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
@@ -81,6 +81,9 @@ def test_every_hit_is_legal_and_ranked_exactly(mem, srcs, rows, exps, tasks, inv
     for task, words in tasks:
         mem.save_task_state(w.scope, TaskStateIn(task_id=f"task-{task}", goal=" ".join(["widget", *words])))
     mem.embed(w.scope, embedder=toy)  # before the changes below: erasure must reach the vectors
+    # a search now reads the scope's vectors into this process; the one below must see
+    # every change after it (graphmem/retrieval/vectors.py catches up)
+    w.search("widget", mode="semantic", embedder=toy, match="any")
     if written and invalidate is not None and written.version_ids:
         ids = [v for v in written.version_ids if v]
         if ids:
@@ -184,6 +187,45 @@ def test_another_embedder_is_refused_in_a_scope(w):
         w.search("widget", mode="semantic")  # none configured
     with pytest.raises(InputError, match="mode"):
         w.search("widget", mode="fuzzy", embedder=toy)
+
+
+def test_a_process_copy_of_the_vectors_follows_every_write_of_another(w):
+    """A second Memory (as another process) keeps its own copy of the scope's vectors
+    (graphmem/retrieval/vectors.py): after its first search it sees each write of the
+    first - a memory embedded, one not yet embedded (refused, never silently missed), an
+    entity renamed (its memories' vectors cleared with their old text), an erasure - and
+    ranks exactly as a fresh copy would."""
+    reader = Memory(w.mem.db.driver)
+    scope = w.scope
+
+    def ids(mem: Memory, **kw) -> list[str]:
+        return [h.memory_id for h in mem.search(scope, text="widget rollback", mode="hybrid", embedder=toy,
+                                                match="any", limit=50, **kw).hits]
+
+    def remember(task: str, goal: str, **kw) -> None:
+        w.mem.save_task_state(scope, TaskStateIn(task_id=task, goal=goal, **kw))
+
+    remember("t1", "widget rollback after the certificate expired")
+    w.mem.embed(scope, embedder=toy)
+    assert len(ids(reader)) == 1
+    remember("t2", "widget deploy went fine", entities=("acme",))
+    w.mem.embed(scope, embedder=toy)
+    assert len(ids(reader)) == 2 and ids(reader) == ids(Memory(w.mem.db.driver))
+    remember("t3", "lunch order")
+    w.source("s1", DAY0, title="widget rollback filing")
+    w.fact(Decimal(7), "s1", entity="globex")
+    with pytest.raises(InputError, match="2 memories .* no vector"):  # a task state, a fact version
+        ids(reader)
+    w.mem.embed(scope, embedder=toy)
+    assert len(ids(reader)) == 4
+    w.mem.put_entity(scope, Entity(id="acme", name="Acme Renamed", kind="company"))
+    with pytest.raises(InputError, match="no vector"):  # t2's text now names the new name
+        ids(reader)
+    w.mem.embed(scope, embedder=toy)
+    assert ids(reader, entity="acme") == [h.memory_id for h in w.search("widget", entity="acme").hits]
+    w.mem.erase(scope, entity="acme", reason="forget acme", by="test")
+    assert len(ids(reader)) == 3 and ids(reader, entity="acme") == []
+    assert ids(reader) == ids(Memory(w.mem.db.driver))
 
 
 def spaces(mem: Memory, scope: Scope) -> int:

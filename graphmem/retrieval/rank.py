@@ -1,28 +1,34 @@
 """Semantic and hybrid search: the hard filters first, then similarity over what is legal.
 
-A search by meaning is the text search's own statement (search.hits, graphmem/search.py)
-with two changes: its Lucene query is the scope alone, so every memory of the scope is a
-candidate, and each candidate's score is its meaning score (``retrieval.rescore``)
-instead of a text score. Everything else is the same code: every hard filter - scope,
-type, entity, task, known_at, erasure, cutoff, status, evidence, and for fact keys the
-read rule itself (fact.read) - decides which candidates are legal, and only legal ones
-are ranked; nothing outside them can come back, however similar. The ranking key is the
-text search's: authority tier (no similarity lets a low-authority memory outrank a
-primary one), then the score, then recency, then id; and its early termination (only
-the best-scored candidates are run through the read rule, until ``limit`` legal hits
-rank above anything left) is exact for this key too, so the page equals exact ranking
-over the whole legal set.
+A search by meaning scores every memory of its scope in process (vectors.py: one matrix
+product over the scope's vectors, kept coherent with the graph) and sends its best
+candidates, best first, to the text search's own statement (search.hits,
+graphmem/search.py) in place of the full-text index's hits. Everything else is the same
+code: every hard filter - scope, type, entity, task, known_at, erasure, cutoff, status,
+evidence, and for fact keys the read rule itself (fact.read) - decides which candidates
+are legal on their nodes in the graph, and only legal ones are ranked; nothing outside
+them can come back, however similar. The ranking key is the text search's: authority
+tier (no similarity lets a low-authority memory outrank a primary one), then the score,
+then recency, then id.
+
+**Exact, not approximate.** The candidates not sent all score at most the best of them
+(``rest``), so none can rank above (the tenant's strongest authority, ``rest``): once
+``limit`` legal hits rank strictly above that, the page is the one ranking every memory
+of the scope would give (the text search's early termination, with the same check). If
+not, the search sends eight times as many candidates, and finally all of them. Neo4j's
+vector index is not used: an approximate index bounds nothing it skipped.
 
 **The meaning score** is 2 x the number of the query's identifiers the memory holds
 (tokens with a digit or inner punctuation, or all capitals: an error code, accession,
 CVE, ticker or id, matched exactly through the full-text index - so a memory holding
 one ranks above any that does not, whatever the embedding says) plus the fused score in
 [0, 1]: ``semantic``, the cosine similarity of the query's vector with the memory's
-stored one (Neo4j's ``vector.similarity.cosine``, (1 + cos) / 2, exact, over every
-candidate); ``hybrid``, ``TEXT_WEIGHT`` x the full-text score (the query's words with
+stored one ((1 + cos) / 2, Neo4j's convention; a memory with several vectors takes its
+best); ``hybrid``, ``TEXT_WEIGHT`` x the full-text score (the query's words with
 ``match="any"``) plus (1 - ``TEXT_WEIGHT``) x the similarity, each min-max-normalised
-over the scope's memories. Reciprocal-rank fusion measured worse on LoCoMo
-(docs/PERFORMANCE.md), as the issue's own measurements found.
+over the scope's memories (those about the entity, when one is asked for).
+Reciprocal-rank fusion measured worse on LoCoMo (docs/PERFORMANCE.md), as the issue's
+own measurements found.
 
 **A search never writes.** It reads the scope's embedder record and refuses another
 embedder; the vectors are made when a memory is written through a ``GraphmemStore`` with
@@ -30,10 +36,12 @@ an ``index``, or by ``graphmem embed`` (``Memory.embed``), an explicit step of i
 A memory of the scope with no vector by the embedder yet makes the search refuse with an
 InputError naming that step (``unembedded="refuse"``, the default), so a read-only
 connection, or a search at a past ``known_at``, never writes and never silently misses a
-memory; ``unembedded="last"`` ranks such memories after the embedded ones of their
-authority tier instead, with no semantic score (LangGraph's ``InMemoryStore`` does this for items put without an index).
-``explain`` gives each hit's text score, semantic score, fused score and identifier
-count; ``SearchQuery.mode`` records the mode with every context snapshot built from it.
+memory; ``unembedded="last"`` ranks such memories with no semantic score (0 in
+``semantic``, the lowest similarity in ``hybrid``), after the embedded ones of their
+authority tier in ``semantic`` (LangGraph's ``InMemoryStore`` does this for items put
+without an index). ``explain`` gives each hit's text score, semantic score, fused score
+and identifier count; ``SearchQuery.mode`` records the mode with every context snapshot
+built from it.
 """
 
 from __future__ import annotations
@@ -43,10 +51,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .. import search
-from ..db import Tx
+import numpy as np
+
+from .. import facts, search
 from ..errors import InputError
 from ..models import Scope, SearchExplain, SearchResult
+from . import vectors
 from .embedders import Embedder
 from .store import check_space
 
@@ -62,46 +72,77 @@ RANKING = {
 }
 
 
+FIRST = 2
+"""Candidates a search by meaning sends first, per unit of its limit (at least 20): a
+page usually settles within them (the read rule removes some fact versions: a restated
+figure's first version, ...). Each retry sends eight times as many."""
+
+
 def _identifiers(text: str) -> list[str]:
     return sorted({t for t in search.tokens(text) if search._identifier(t)})
 
 
-def text_scores(tx: Tx, scope: Scope, text: str, entity: str | None) -> dict[str, float]:
-    """The full-text score of each memory of the scope the query's words match
-    (``match="any"``), by id; empty when the text has nothing searchable."""
+def _words(scope: Scope, text: str) -> str | None:
+    """The query's words as a ``match="any"`` Lucene query (hybrid's text side); None
+    when the text has nothing searchable."""
     try:
-        lucene = search.lucene(scope, text, "any", entity)
+        return search.lucene(scope, text, "any", None)
     except InputError:  # stop words only: no text side
-        return {}
-    return {r["id"]: r["score"] for r in tx.run("retrieval.text_scores", lucene=lucene,
-                                                 **_scope(scope))}
-
-
-def held(tx: Tx, scope: Scope, text: str) -> dict[str, int]:
-    """How many of the query's identifier-like tokens each memory holds (exact phrase)."""
-    counts: dict[str, int] = {}
-    for token in _identifiers(text):
-        for r in tx.run("retrieval.text_scores", lucene=search.lucene(scope, token, "all", None),
-                        **_scope(scope)):
-            counts[r["id"]] = counts.get(r["id"], 0) + 1
-    return counts
-
-
-def _scope(scope: Scope) -> dict[str, str]:
-    return {"tenant": scope.tenant, "scope": scope.id}
-
-
-def similarity(memory: Any, scope: Scope, hits: list[search._Hit], vector: list[float],
-               embedder: Embedder) -> dict[str, float | None]:
-    """The similarity of each of these hits to the query (for explain)."""
-    rows = memory.db.read_all(
-        "retrieval.similarity", facts=[h.memory_id for h in hits if h.type == "fact"],
-        memories=[h.memory_id for h in hits if h.type != "fact"], vector=vector, zero=not any(vector),
-        name=embedder.name, dims=embedder.dims, **_scope(scope))
-    return {r["id"]: r["similarity"] for r in rows}
+        return None
 
 
 UNEMBEDDED = ("refuse", "last")
+
+
+@dataclasses.dataclass
+class _Lookup:
+    """What a search by meaning reads from the full-text index (``retrieval.prepare``):
+    hybrid's text scores, and how many of the query's identifiers each memory holds
+    (exact phrases), by id."""
+
+    text: dict[str, float]
+    idents: dict[str, int]
+
+    @staticmethod
+    def queries(scope: Scope, q: dict[str, Any]) -> list[str]:
+        """The Lucene queries: hybrid's words first (if any), then each identifier."""
+        words = _words(scope, q["text"]) if q["mode"] == "hybrid" else None
+        return ([words] if words else []) + [search.lucene(scope, token, "all", None)
+                                             for token in _identifiers(q["text"])]
+
+    @classmethod
+    def of(cls, scope: Scope, q: dict[str, Any], found: list[list[list[Any]]]) -> _Lookup:
+        answers = [dict(zip(ids, scores, strict=True)) for ids, scores in found]
+        text = answers.pop(0) if q["mode"] == "hybrid" and _words(scope, q["text"]) else {}
+        idents: dict[str, int] = {}
+        for answer in answers:
+            for memory_id in answer:
+                idents[memory_id] = idents.get(memory_id, 0) + 1
+        return cls(text, idents)
+
+
+def _fused(mode: str, sim: Any, text: Any, idents: Any) -> Any:
+    """The meaning score of each member (the module docstring), as a numpy array."""
+    has = ~np.isnan(sim)
+    if mode == "semantic":
+        meaning = np.where(has, sim, 0.0)
+    else:
+        smin, smax = (sim[has].min(), sim[has].max()) if has.any() else (0.0, 0.0)
+        tmin, tmax = (text.min(), text.max()) if len(text) else (0.0, 0.0)
+        meaning = (TEXT_WEIGHT * ((text - tmin) / (tmax - tmin) if tmax > tmin else 0.0 * text)
+                   + (1 - TEXT_WEIGHT) * ((np.where(has, sim, smin) - smin) / (smax - smin)
+                                          if smax > smin else 0.0 * sim))
+    return 2.0 * idents + meaning
+
+
+def _by_id(values: dict[str, float] | dict[str, int], index: dict[str, int], size: int) -> Any:
+    """A dict by memory id as an array over the scope's memories (0 where absent)."""
+    out = np.zeros(size)
+    for memory_id, value in values.items():
+        i = index.get(memory_id)
+        if i is not None and i < size:
+            out[i] = value
+    return out
 
 
 def run(memory: Any, scope: Scope, q: dict[str, Any], embedder: Embedder, *,
@@ -112,27 +153,38 @@ def run(memory: Any, scope: Scope, q: dict[str, Any], embedder: Embedder, *,
     started = timer()
     vector = embedder.query(q["text"])
     embedding_ms = (timer() - started) * 1000
-    check_space(memory.db.read_one("retrieval.space", **_scope(scope)), embedder)
-
-    def scores(tx: Tx) -> tuple[dict[str, float], dict[str, int]]:
-        text = text_scores(tx, scope, q["text"], q["entity"]) if q["mode"] == "hybrid" else {}
-        return text, held(tx, scope, q["text"])
-
-    text, idents = memory.db.read_each(scores, "search")
-    meaning = {"name": embedder.name, "dims": embedder.dims, "vector": vector, "zero": not any(vector),
-               "mode": q["mode"], "w": TEXT_WEIGHT, "text": text, "idents": idents}
-    ev = memory.db.read_each(lambda tx: search.evaluate(tx, scope, {**q, "meaning": meaning}), "search")
-    if ev.unready and unembedded == "refuse":
-        raise InputError("embedder", f"{len(ev.unready)} memories of scope {scope.id} have no vector "
+    copy = memory.vectors.scope(scope, embedder.name, embedder.dims)
+    asked = vectors.since(copy)
+    prepared = memory.db.read_each(lambda tx: tx.one(
+        "retrieval.prepare", tenant=scope.tenant, scope=scope.id, name=embedder.name,
+        lucene=_Lookup.queries(scope, q), **asked), "search")
+    check_space(prepared["space"], embedder)
+    scores = vectors.scores(memory.db, scope, embedder.name, copy, asked, prepared, vector,
+                            facts.entity_uid(scope, q["entity"]) if q["entity"] else None)
+    found = _Lookup.of(scope, q, prepared["found"])
+    size = len(scores.similarity)
+    members = scores.searchable()
+    unready = int(np.count_nonzero(scores.state[members] == vectors.UNREADY))
+    if unready and unembedded == "refuse":
+        raise InputError("embedder", f"{unready} memories of scope {scope.id} have no vector "
                                      f"by {embedder.name} yet: embed them first with `graphmem embed "
                                      "--embedder ...` (Memory.embed); a search never writes")
+    meaning = _fused(q["mode"], scores.similarity[members], _by_id(found.text, scores.index, size)[members],
+                     _by_id(found.idents, scores.index, size)[members])
+    # only the types asked for are sent (the type filter would remove the others)
+    wants_facts, wants_others = "fact" in q["types"], any(t != "fact" for t in q["types"])
+    if not (wants_facts and wants_others):
+        keep = scores.fact[members] == wants_facts
+        members, meaning = members[keep], meaning[keep]
+    ev = _evaluate(memory, scope, q, scores, members, meaning)
     top = ev.ranked[:q["limit"]]
-    sims = similarity(memory, scope, top, vector, embedder) if top else {}
-    best = max(text.values(), default=0.0)
-    hits = tuple(search._search_hit(dataclasses.replace(h, score=text.get(h.memory_id, 0.0)), position, best,
-                                    ev.query.cutoff, ev.details, semantic_score=sims.get(h.memory_id),
-                                    fused_score=h.score - 2 * idents.get(h.memory_id, 0),
-                                    identifiers=idents.get(h.memory_id, 0))
+    best = max(found.text.values(), default=0.0)
+    sims = {h.memory_id: scores.similarity[scores.index[h.memory_id]] for h in top}
+    hits = tuple(search._search_hit(dataclasses.replace(h, score=found.text.get(h.memory_id, 0.0)), position,
+                                    best, ev.query.cutoff, ev.details,
+                                    semantic_score=None if np.isnan(sims[h.memory_id]) else float(sims[h.memory_id]),
+                                    fused_score=h.score - 2 * found.idents.get(h.memory_id, 0),
+                                    identifiers=found.idents.get(h.memory_id, 0))
                  for position, h in enumerate(top, 1))
     explain = SearchExplain(matched=ev.matched, removed=ev.counts(), kept=len(ev.ranked),
                             returned=len(hits), below_limit=len(ev.ranked) - len(hits),
@@ -140,3 +192,24 @@ def run(memory: Any, scope: Scope, q: dict[str, Any], embedder: Embedder, *,
                             embedding_ms=round(embedding_ms, 3))
     return SearchResult(status="found" if hits else "not_found", hits=hits, explain=explain,
                         query=ev.query)
+
+
+def _evaluate(memory: Any, scope: Scope, q: dict[str, Any], scores: vectors.Scores, members: np.ndarray,
+              meaning: np.ndarray) -> search.Evaluation:
+    """The search with its best ``FIRST`` x limit candidates, then eight times as many
+    until the page is settled (the module docstring), finally every member."""
+    sent = max(20, FIRST * q["limit"])
+    while True:
+        if sent >= len(members):
+            order, rest = np.argsort(-meaning, kind="stable"), None
+        else:
+            order = np.argpartition(-meaning, sent)
+            rest, order = float(meaning[order[sent]]), order[:sent]
+        candidates = [[scores.ids[members[i]], bool(scores.fact[members[i]]), float(meaning[i])]
+                      for i in order]
+        bounded = {**q, "meaning": {"candidates": candidates, "rest": rest,
+                                    "others": len(members) - len(candidates)}}
+        ev = memory.db.read_each(lambda tx, b=bounded: search.evaluate_candidates(tx, scope, b), "search")
+        if ev is not None:
+            return ev
+        sent *= 8

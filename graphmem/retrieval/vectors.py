@@ -1,0 +1,257 @@
+"""A scope's vectors in process: every memory's similarity to a query in one matrix product.
+
+A search by meaning ranks every memory of its scope by similarity, so scoring them in
+Cypher reads every vector of the scope from the store for every search (1.3 s at 10,000
+memories, docs/PERFORMANCE.md). Instead each process keeps, per (store, tenant, scope,
+embedder), the scope's memories with their vectors as one numpy matrix of unit rows, and
+ranks them with one product (a few milliseconds at 100,000). The graph stays the judge
+of what is legal: these scores only order the candidates that ``search.hits`` then runs
+every hard filter on (graphmem/retrieval/rank.py).
+
+**Kept coherent with the graph, checked before every search** (``retrieval.changes``, one
+auto-commit read). Every write of a tenant ticks the tenant's clock (``admin.tick``), so
+an unchanged clock means an unchanged scope; otherwise the statement returns the scope's
+memories created since the last look (``recorded_at``) and those whose vector changed
+since (``embedded_at``: every statement that sets or clears a vector - an embedding, a
+search text rebuilt after a rename or an erasure, the erasure itself - stamps it with its
+transaction's clock time), both through range indexes (schema.030-033). The clock is read
+before the memories, so a write committing in between is read again next time, never
+lost. The store's id guards against a database replaced under a running process
+(``bootstrap --replace``): another id, and the scope is read whole again.
+
+**Bounded**: at most ``CACHE_BYTES`` of vectors per ``Memory``; the scopes searched least
+recently are dropped first (the one being searched is always kept). A scope is read whole
+on its first search by meaning in a process: at 100,000 memories of 64 dimensions about
+N seconds (docs/PERFORMANCE.md).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..models import Scope
+
+CACHE_BYTES = 1 << 30
+"""The vectors one Memory keeps in process across scopes (float32: 100,000 memories of
+384 dimensions take 154 MB)."""
+
+CHUNK = 10_000
+"""Memories per record when a scope is read whole (a record of 10,000 vectors of 384
+dimensions is about 35 MB)."""
+
+UNREADY, VECTORS, NO_VECTOR, GONE = 0, 1, 2, 3
+"""A memory's state: no vector by the embedder yet; vectors; an empty vector list (a
+LangGraph item put with ``index=False``: never similar); no longer searchable (erased)."""
+
+
+@dataclass
+class Scores:
+    """A query's view of a scope: its memories (ids, their index, fact flags, state) and
+    their similarity in [0, 1] ((1 + cos) / 2, Neo4j's convention; NaN without a vector)."""
+
+    ids: list[str]
+    index: dict[str, int]
+    fact: np.ndarray
+    state: np.ndarray
+    similarity: np.ndarray
+    about: np.ndarray | None  # with an entity: the indexes of the memories about it
+
+    def searchable(self) -> np.ndarray:
+        """The indexes of the memories a search ranks: every one not erased (and about
+        the entity, when one is asked for)."""
+        if self.about is None:
+            return np.flatnonzero(self.state != GONE)
+        return self.about[self.state[self.about] != GONE]
+
+
+def _grown(array: np.ndarray, size: int, fill: Any) -> np.ndarray:
+    """``array`` in a larger one (its first axis ``size``), the rest ``fill``."""
+    out = np.full((size, *array.shape[1:]), fill, array.dtype)
+    out[:len(array)] = array
+    return out
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    """Each row scaled to length 1 (a zero row stays zero: similarity 0.5 to anything)."""
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
+
+
+@dataclass
+class ScopeVectors:
+    """One scope's memories and their unit vectors: ``rows`` (float32, one per vector)
+    with the memory each belongs to (``owner``, -1 for a retired row); a memory of several
+    vectors (a LangGraph item indexed on several fields) takes its best. ``aligned``:
+    row i is memory i's only vector (a memory without one has a zero row), so no
+    per-memory maximum is needed. The arrays grow by doubling."""
+
+    dims: int
+    store: str | None = None
+    last: Any = None  # the tenant clock's time at the last look
+    ids: list[str] = field(default_factory=list)
+    index: dict[str, int] = field(default_factory=dict)
+    about: dict[str, list[int]] = field(default_factory=dict)  # entity uid -> memories
+    fact: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    state: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    rows: np.ndarray | None = None
+    owner: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    used: int = 0  # rows in use
+    aligned: bool = True
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        if self.rows is None:
+            self.rows = np.zeros((0, self.dims), np.float32)
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows.nbytes + self.owner.nbytes + self.fact.nbytes + self.state.nbytes
+
+    def load(self, chunks: list[dict[str, Any]]) -> None:
+        """Take a whole scope (``retrieval.vectors`` records, one list per field) into
+        this empty copy: at once when each memory has at most one vector, else memory by
+        memory."""
+        columns = {k: [x for chunk in chunks for x in chunk[k]] for k in ("ids", "fact", "alive", "embedding",
+                                                                          "entities")}
+        embedding = [e[0] for e in columns["embedding"]]
+        if any(e is not None and len(e) > self.dims for e in embedding):
+            self.apply([{"id": i, "fact": f, "alive": a, "embedding": e, "entities": n} for i, f, a, e, n in zip(
+                columns["ids"], columns["fact"], columns["alive"], embedding, columns["entities"], strict=True)])
+            return
+        count = len(columns["ids"])
+        self.ids = columns["ids"]
+        self.index = {memory_id: i for i, memory_id in enumerate(self.ids)}
+        for i, uids in enumerate(columns["entities"]):
+            for uid in uids:
+                self.about.setdefault(uid, []).append(i)
+        self.fact = np.asarray(columns["fact"], bool)
+        with_vector = [i for i, e in enumerate(embedding) if e]
+        self.state = np.where(np.asarray(columns["alive"], bool), UNREADY, GONE).astype(np.int8)
+        self.state[[i for i, e in enumerate(embedding) if e is not None and self.state[i] != GONE]] = NO_VECTOR
+        self.state[[i for i in with_vector if self.state[i] != GONE]] = VECTORS
+        self.rows = np.zeros((count, self.dims), np.float32)
+        if with_vector:
+            self.rows[with_vector] = _unit(np.asarray([embedding[i] for i in with_vector], np.float32))
+        self.owner, self.used = np.arange(count, dtype=np.int64), count
+
+    def apply(self, changed: list[dict[str, Any]]) -> None:
+        """Take these memories as they now are (``retrieval.vector_row`` rows)."""
+        for row in changed:
+            i = self.index.get(row["id"])
+            if i is None:
+                i = self.index[row["id"]] = len(self.ids)
+                self.ids.append(row["id"])
+                if i >= len(self.fact):
+                    size = max(2 * len(self.fact), 64)
+                    self.fact, self.state = _grown(self.fact, size, False), _grown(self.state, size, GONE)
+                self.fact[i] = row["fact"]
+                for uid in row["entities"]:
+                    self.about.setdefault(uid, []).append(i)
+            parts = self._parts(row)
+            self.state[i] = (GONE if not row["alive"] else UNREADY if parts is None
+                             else VECTORS if len(parts) else NO_VECTOR)
+            self._place(i, parts if parts is not None else np.zeros((0, self.dims), np.float32))
+
+    def _parts(self, row: dict[str, Any]) -> np.ndarray | None:
+        """A row's vectors as unit rows (a zero vector stays zero: similarity 0.5)."""
+        if row["embedding"] is None:
+            return None
+        return _unit(np.asarray(row["embedding"], np.float32).reshape(-1, self.dims))
+
+    def _place(self, i: int, parts: np.ndarray) -> None:
+        """Memory i's rows become ``parts``: in place while every memory has one row
+        (its own index), else its old rows are retired and the new ones appended."""
+        if self.aligned and len(parts) <= 1:
+            if i == self.used:
+                self._grow(1)
+                self.owner[i] = i
+                self.used += 1
+            self.rows[i] = parts[0] if len(parts) else 0.0
+            return
+        self.aligned = False
+        self.owner[:self.used][self.owner[:self.used] == i] = -1
+        self._grow(len(parts))
+        self.rows[self.used:self.used + len(parts)] = parts
+        self.owner[self.used:self.used + len(parts)] = i
+        self.used += len(parts)
+
+    def _grow(self, n: int) -> None:
+        if self.used + n > len(self.rows):
+            size = max(self.used + n, 2 * len(self.rows), 64)
+            self.rows, self.owner = _grown(self.rows, size, 0.0), _grown(self.owner, size, -1)
+
+    def scores(self, query: list[float], entity_uid: str | None) -> Scores:
+        """Every memory's similarity to the query vector (a zero query: 0.5 for all)."""
+        q = np.asarray(query, np.float32)
+        norm = np.linalg.norm(q)
+        q = q / norm if norm > 0 else q
+        count = len(self.ids)
+        per_row = self.rows[:self.used] @ q  # float32: within 1e-6 of Neo4j's own cosine
+        per_row += 1.0
+        per_row *= 0.5
+        per_row = per_row.astype(np.float64)
+        if self.aligned:
+            similarity = per_row
+        else:
+            similarity = np.full(count, -np.inf)
+            live = self.owner[:self.used] >= 0
+            np.maximum.at(similarity, self.owner[:self.used][live], per_row[live])
+        state = self.state[:count].copy()
+        similarity[state != VECTORS] = np.nan
+        # the id list and index only grow (a reload replaces them): their first `count`
+        # entries stay this copy's
+        about = None if entity_uid is None else np.asarray(self.about.get(entity_uid, []), np.int64)
+        return Scores(self.ids, self.index, self.fact[:count].copy(), state, similarity, about)
+
+
+class VectorCache:
+    """The scopes' vectors one Memory keeps, least recently searched dropped first."""
+
+    def __init__(self, budget: int = CACHE_BYTES):
+        self._budget = budget
+        self._scopes: OrderedDict[tuple[str, str, str, int], ScopeVectors] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def scope(self, scope: Scope, name: str, dims: int) -> ScopeVectors:
+        """The scope's vectors by this embedder (empty until its first look)."""
+        key = (scope.tenant, scope.id, name, dims)
+        with self._lock:
+            vectors = self._scopes.pop(key, None) or ScopeVectors(dims)
+            self._scopes[key] = vectors
+            while len(self._scopes) > 1 and sum(v.nbytes for v in self._scopes.values()) > self._budget:
+                self._scopes.popitem(last=False)
+        return vectors
+
+
+def since(vectors: ScopeVectors) -> dict[str, Any]:
+    """``retrieval.prepare``'s parameters for what changed since the last look (none the
+    first time: the scope is then read whole)."""
+    seen = vectors.store is not None and vectors.last is not None
+    return {"store": vectors.store if seen else None, "since": vectors.last if seen else None}
+
+
+def scores(db: Any, scope: Scope, name: str, vectors: ScopeVectors, asked: dict[str, Any],
+           prepared: dict[str, Any], query: list[float], entity_uid: str | None) -> Scores:
+    """Catch up with the graph (``prepared``: a ``retrieval.prepare`` row read with the
+    parameters ``asked``, :func:`since`'s), then score every memory of the scope against
+    ``query``. Its rows are applied only when they start where the copy stands; another
+    thread's look may have moved it meanwhile: a later one is read whole instead."""
+    with vectors.lock:
+        if prepared["last"] is not None and vectors.last is not None and prepared["last"] <= vectors.last \
+                and prepared["store"] == vectors.store:
+            pass  # the copy is as new as this look, or newer
+        elif asked["since"] is not None and asked["since"] == vectors.last and prepared["store"] == vectors.store:
+            vectors.apply(prepared["rows"])
+            vectors.last = prepared["last"]
+        else:  # the first look, a replaced store, or a look that raced another
+            fresh = ScopeVectors(vectors.dims)
+            fresh.load(db.read_all("retrieval.vectors", tenant=scope.tenant, scope=scope.id, name=name,
+                                   chunk=CHUNK))
+            vectors.__dict__.update({k: v for k, v in fresh.__dict__.items() if k != "lock"})
+            vectors.store, vectors.last = prepared["store"], prepared["last"]
+        return vectors.scores(query, entity_uid)
