@@ -134,6 +134,9 @@ def test_an_identifier_ranks_the_memory_holding_it_first(w):
         found = w.search("payment declined error insufficient funds E-4012", mode=mode, embedder=toy)
         assert "E-4012" in found.hits[0].task_state.goal, found.hits[0].rank.why
         assert found.hits[0].rank.identifiers == 1 and found.hits[1].rank.identifiers == 0
+        # a stop word in capitals is no identifier (the index does not hold it)
+        found = w.search("IT payment declined E-4012", mode=mode, embedder=toy)
+        assert found.hits[0].rank.identifiers == 1 and found.hits[1].rank.identifiers == 0
 
 
 def test_a_paraphrase_found_by_meaning_that_text_misses(w):

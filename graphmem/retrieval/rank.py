@@ -79,7 +79,9 @@ figure's first version, ...). Each retry sends eight times as many."""
 
 
 def _identifiers(text: str) -> list[str]:
-    return sorted({t for t in search.tokens(text) if search._identifier(t)})
+    """The query's identifier-like tokens, as its Lucene query takes them (a stop word in
+    capitals, ``IT``, is no identifier: the index does not hold it)."""
+    return sorted({t for t in search.tokens(text) if search._identifier(t) and t.lower() not in search.STOP_WORDS})
 
 
 def _words(scope: Scope, text: str) -> str | None:
@@ -105,15 +107,21 @@ class _Lookup:
 
     @staticmethod
     def queries(scope: Scope, q: dict[str, Any]) -> list[str]:
-        """The Lucene queries: hybrid's words first (if any), then each identifier."""
+        """The Lucene queries: hybrid's words first (if any), then each identifier -
+        unless hybrid's words already give the one identifier's holders (an identifier is
+        a required clause of the words' query, so it matches exactly them)."""
         words = _words(scope, q["text"]) if q["mode"] == "hybrid" else None
-        return ([words] if words else []) + [search.lucene(scope, token, "all", None)
-                                             for token in _identifiers(q["text"])]
+        tokens = _identifiers(q["text"])
+        if words and len(tokens) == 1:
+            tokens = []
+        return ([words] if words else []) + [search.lucene(scope, token, "all", None) for token in tokens]
 
     @classmethod
     def of(cls, scope: Scope, q: dict[str, Any], found: list[list[list[Any]]]) -> _Lookup:
         answers = [dict(zip(ids, scores, strict=True)) for ids, scores in found]
         text = answers.pop(0) if q["mode"] == "hybrid" and _words(scope, q["text"]) else {}
+        if text and len(_identifiers(q["text"])) == 1:
+            answers = [text]
         idents: dict[str, int] = {}
         for answer in answers:
             for memory_id in answer:
