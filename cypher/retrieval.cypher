@@ -98,7 +98,7 @@ RETURN count(n) AS stored
 RETURN coalesce(n.version_id, n.memory_id) AS id, n:Fact AS fact, n.search_text IS NOT NULL AS alive,
        CASE WHEN n.embedder = $name THEN n.embedding END AS embedding,
        CASE WHEN n:Fact THEN COLLECT { MATCH (n)-[:VERSION_OF]->(:FactKey)-[:ABOUT]->(e:Entity) RETURN e.uid }
-            ELSE COLLECT { MATCH (n)-[:ABOUT]->(e:Entity) RETURN e.uid } END AS entities
+            ELSE COLLECT { MATCH (n)-[:ABOUT]->(e:Entity) RETURN DISTINCT e.uid } END AS entities
 
 // name: retrieval.vectors
 // Every fact version and memory of a scope (retrieval.vector_row), for a process's first
@@ -133,7 +133,8 @@ RETURN ids[at..at + $chunk] AS ids, fact[at..at + $chunk] AS fact, alive[at..at 
 //   replaced: read whole again);
 // - `found`: for each Lucene query of $lucene (the scope's token in each), the ids of the
 //   memories of the scope it matches and their scores, as two lists (hybrid's text side,
-//   the query's identifiers, the memories about an entity: graphmem/retrieval/rank.py).
+//   the query's identifiers: graphmem/retrieval/rank.py);
+// - `now`, this read's time: a search's default cutoff and known_at.
 CALL db.index.fulltext.awaitEventuallyConsistentIndexRefresh()
 CALL db.info() YIELD id AS store
 OPTIONAL MATCH (c:GraphmemClock {id: $tenant})
@@ -168,14 +169,14 @@ CALL () {
   RETURN collect([ids, scores]) AS found
 }
 OPTIONAL MATCH (s:EmbeddingSpace {tenant: $tenant, scope: $scope})
-RETURN store, last, rows, found,
+RETURN store, last, datetime.transaction() AS now, rows, found,
        {name: s.name, dims: s.dims, target: s.target, target_dims: s.target_dims} AS space
 
 // fragment: retrieval.rescore
 // `found` for search.hits: `matched_text` ([node, text score] for the memories a search's
 // Lucene query matched) as it is, for a text search ($meaning null). A search by meaning
 // ($meaning: {candidates, rest, others}) scores the scope's memories in process
-// (graphmem/retrieval/rank.py) and sends its best candidates in score order,
+// (graphmem/retrieval/rank.py) and sends its best candidates (in no order),
 // $meaning.candidates ([id, is a fact, score]); `others` more memories of the scope score
 // at most $meaning.rest (null: none), which bounds them (`beyond`, search.hits' frontier).
 WITH matched_text WHERE $meaning IS NULL

@@ -47,6 +47,7 @@ built from it.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -79,9 +80,10 @@ figure's first version, ...). Each retry sends eight times as many."""
 
 
 def _identifiers(text: str) -> list[str]:
-    """The query's identifier-like tokens, as its Lucene query takes them (a stop word in
-    capitals, ``IT``, is no identifier: the index does not hold it)."""
-    return sorted({t for t in search.tokens(text) if search._identifier(t) and t.lower() not in search.STOP_WORDS})
+    """The query's identifier-like tokens that the index holds: one whose every word is a
+    stop word (``IT``, ``AND/OR``, ``IT'S``) analyses to nothing, so no memory holds it."""
+    return sorted({t for t in search.tokens(text) if search._identifier(t) and any(
+        w not in search.STOP_WORDS and w != "s" for w in re.findall(r"[a-z0-9]+", t.lower()))})
 
 
 def _words(scope: Scope, text: str) -> str | None:
@@ -129,6 +131,17 @@ class _Lookup:
         return cls(text, idents)
 
 
+def _as_of(q: dict[str, Any], prepared: dict[str, Any]) -> dict[str, Any]:
+    """The search's (cutoff, known_at), read as of the tenant's clock at the look that
+    brought the copy up to date: a write committing after it is in neither the copy nor
+    the filters' view, so the page is exact for the known_at it reports (at most the
+    clock's time: nothing was recorded later yet). The cutoff defaults to the look's time,
+    as a text search's to its own."""
+    asked = q["known_at"] or prepared["now"].to_native()
+    last = prepared["last"].to_native() if prepared["last"] is not None else None
+    return {"known_at": min(asked, last) if last is not None else asked, "cutoff": q["cutoff"] or asked}
+
+
 def _fused(mode: str, sim: Any, text: Any, idents: Any) -> Any:
     """The meaning score of each member (the module docstring), as a numpy array."""
     has = ~np.isnan(sim)
@@ -167,6 +180,7 @@ def run(memory: Any, scope: Scope, q: dict[str, Any], embedder: Embedder, *,
         "retrieval.prepare", tenant=scope.tenant, scope=scope.id, name=embedder.name,
         lucene=_Lookup.queries(scope, q), **asked), "search")
     check_space(prepared["space"], embedder)
+    q = {**q, **_as_of(q, prepared)}
     scores = vectors.scores(memory.db, scope, embedder.name, copy, asked, prepared, vector,
                             facts.entity_uid(scope, q["entity"]) if q["entity"] else None)
     found = _Lookup.of(scope, q, prepared["found"])
@@ -187,10 +201,9 @@ def run(memory: Any, scope: Scope, q: dict[str, Any], embedder: Embedder, *,
     ev = _evaluate(memory, scope, q, scores, members, meaning)
     top = ev.ranked[:q["limit"]]
     best = max(found.text.values(), default=0.0)
-    sims = {h.memory_id: scores.similarity[scores.index[h.memory_id]] for h in top}
     hits = tuple(search._search_hit(dataclasses.replace(h, score=found.text.get(h.memory_id, 0.0)), position,
                                     best, ev.query.cutoff, ev.details,
-                                    semantic_score=None if np.isnan(sims[h.memory_id]) else float(sims[h.memory_id]),
+                                    semantic_score=scores.of(h.memory_id),
                                     fused_score=h.score - 2 * found.idents.get(h.memory_id, 0),
                                     identifiers=found.idents.get(h.memory_id, 0))
                  for position, h in enumerate(top, 1))

@@ -8,21 +8,23 @@ ranks them with one product (a few milliseconds at 100,000). The graph stays the
 of what is legal: these scores only order the candidates that ``search.hits`` then runs
 every hard filter on (graphmem/retrieval/rank.py).
 
-**Kept coherent with the graph, checked before every search** (``retrieval.changes``, one
-auto-commit read). Every write of a tenant ticks the tenant's clock (``admin.tick``), so
-an unchanged clock means an unchanged scope; otherwise the statement returns the scope's
-memories created since the last look (``recorded_at``) and those whose vector changed
-since (``embedded_at``: every statement that sets or clears a vector - an embedding, a
-search text rebuilt after a rename or an erasure, the erasure itself - stamps it with its
-transaction's clock time), both through range indexes (schema.030-033). The clock is read
-before the memories, so a write committing in between is read again next time, never
-lost. The store's id guards against a database replaced under a running process
-(``bootstrap --replace``): another id, and the scope is read whole again.
+**Kept coherent with the graph, checked before every search** (``retrieval.prepare``, one
+auto-commit read that also runs the search's full-text lookups). Every write of a tenant
+ticks the tenant's clock (``admin.tick``), so an unchanged clock means an unchanged
+scope; otherwise the statement returns the scope's memories created since the last look
+(``recorded_at``) and those whose vector changed since (``embedded_at``: every statement
+that sets or clears a vector - an embedding, a search text rebuilt after a rename or an
+erasure, the erasure itself - stamps it with its transaction's clock time), both
+through range indexes (schema.030-033). The clock is read before the memories, so a
+write committing in between is read again next time, never lost; and the search then
+reads the graph as known at that clock time (rank.py), so the copy and the filters see
+the same memories. The store's id guards against a database replaced under a running
+process (``bootstrap --replace``): another id, and the scope is read whole again.
 
 **Bounded**: at most ``CACHE_BYTES`` of vectors per ``Memory``; the scopes searched least
 recently are dropped first (the one being searched is always kept). A scope is read whole
-on its first search by meaning in a process: at 100,000 memories of 64 dimensions about
-N seconds (docs/PERFORMANCE.md).
+on its first search by meaning in a process: 2.3-2.8 s at 100,000 memories of 64
+dimensions (docs/PERFORMANCE.md).
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ import numpy as np
 from ..models import Scope
 
 CACHE_BYTES = 1 << 30
-"""The vectors one Memory keeps in process across scopes (float32: 100,000 memories of
-384 dimensions take 154 MB)."""
+"""The vectors (and their per-memory arrays) one Memory keeps in process across scopes
+(float32: 100,000 memories of 384 dimensions take 154 MB); ids and entity lists come on
+top (about 10 MB per 100,000 memories)."""
 
 CHUNK = 10_000
 """Memories per record when a scope is read whole (a record of 10,000 vectors of 384
@@ -60,6 +63,13 @@ class Scores:
     state: np.ndarray
     similarity: np.ndarray
     about: np.ndarray | None  # with an entity: the indexes of the memories about it
+
+    def of(self, memory_id: str) -> float | None:
+        """One memory's similarity (None: no vector, or not in this copy)."""
+        i = self.index.get(memory_id)
+        if i is None or i >= len(self.similarity) or np.isnan(self.similarity[i]):
+            return None
+        return float(self.similarity[i])
 
     def searchable(self) -> np.ndarray:
         """The indexes of the memories a search ranks: every one not erased (and about
@@ -239,13 +249,14 @@ def scores(db: Any, scope: Scope, name: str, vectors: ScopeVectors, asked: dict[
            prepared: dict[str, Any], query: list[float], entity_uid: str | None) -> Scores:
     """Catch up with the graph (``prepared``: a ``retrieval.prepare`` row read with the
     parameters ``asked``, :func:`since`'s), then score every memory of the scope against
-    ``query``. Its rows are applied only when they start where the copy stands; another
-    thread's look may have moved it meanwhile: a later one is read whole instead."""
+    ``query``. Its rows (each memory as it stood at that look) cover every change after
+    ``asked["since"]``, so they bring the copy up to date whenever it stands at or after
+    that point: another thread's look may have moved it meanwhile."""
     with vectors.lock:
-        if prepared["last"] is not None and vectors.last is not None and prepared["last"] <= vectors.last \
-                and prepared["store"] == vectors.store:
+        same = prepared["store"] == vectors.store and vectors.last is not None
+        if same and prepared["last"] is not None and prepared["last"] <= vectors.last:
             pass  # the copy is as new as this look, or newer
-        elif asked["since"] is not None and asked["since"] == vectors.last and prepared["store"] == vectors.store:
+        elif same and asked["since"] is not None and asked["since"] <= vectors.last:
             vectors.apply(prepared["rows"])
             vectors.last = prepared["last"]
         else:  # the first look, a replaced store, or a look that raced another
