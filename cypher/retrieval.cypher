@@ -93,10 +93,13 @@ RETURN count(n) AS stored
 // fragment: retrieval.vector_row
 // A memory as a process's copy of its scope's vectors keeps it: its id, whether it is a
 // fact version, whether it is still searchable (not erased), its vector(s) by $name, and
-// the entities it is about (a fact version: its key's; fixed when it is written), which
-// an entity-filtered search takes its candidates from.
+// what a search's candidates are chosen by, all fixed when it is written: its recorded_at
+// and available_by (epoch microseconds: search.hits' known_at and cutoff filters) and the
+// entities it is about (a fact version: its key's).
 RETURN coalesce(n.version_id, n.memory_id) AS id, n:Fact AS fact, n.search_text IS NOT NULL AS alive,
        CASE WHEN n.embedder = $name THEN n.embedding END AS embedding,
+       n.recorded_at.epochSeconds * 1000000 + n.recorded_at.nanosecond / 1000 AS recorded,
+       n.available_by.epochSeconds * 1000000 + n.available_by.nanosecond / 1000 AS available,
        CASE WHEN n:Fact THEN COLLECT { MATCH (n)-[:VERSION_OF]->(:FactKey)-[:ABOUT]->(e:Entity) RETURN e.uid }
             ELSE COLLECT { MATCH (n)-[:ABOUT]->(e:Entity) RETURN DISTINCT e.uid } END AS entities
 
@@ -116,10 +119,12 @@ CALL (n) {
 }
 // (each vector in a list of its own: collect drops nulls, and an unembedded memory has none)
 WITH collect(id) AS ids, collect(fact) AS fact, collect(alive) AS alive,
-     collect([embedding]) AS embedding, collect(entities) AS entities
+     collect([embedding]) AS embedding, collect(entities) AS entities,
+     collect(recorded) AS recorded, collect(available) AS available
 UNWIND range(0, size(ids) - 1, $chunk) AS at
 RETURN ids[at..at + $chunk] AS ids, fact[at..at + $chunk] AS fact, alive[at..at + $chunk] AS alive,
-       embedding[at..at + $chunk] AS embedding, entities[at..at + $chunk] AS entities
+       embedding[at..at + $chunk] AS embedding, entities[at..at + $chunk] AS entities,
+       recorded[at..at + $chunk] AS recorded, available[at..at + $chunk] AS available
 
 // name: retrieval.prepare
 // Everything a search by meaning reads before it ranks, in one round trip:
@@ -157,7 +162,8 @@ CALL (store, last) {
   CALL (n) {
     // include: retrieval.vector_row
   }
-  RETURN collect({id: id, fact: fact, alive: alive, embedding: embedding, entities: entities}) AS rows
+  RETURN collect({id: id, fact: fact, alive: alive, embedding: embedding, entities: entities,
+                  recorded: recorded, available: available}) AS rows
 }
 CALL () {
   UNWIND $lucene AS query

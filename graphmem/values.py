@@ -85,14 +85,19 @@ def from_micros(micros: int) -> dt.datetime:
     return _EPOCH + dt.timedelta(microseconds=micros)
 
 
+def micros(t: dt.datetime) -> int:
+    """An aware datetime as microseconds since the epoch (the inverse of from_micros)."""
+    return (t - _EPOCH) // dt.timedelta(microseconds=1)
+
+
 def epoch(t: dt.datetime | None) -> list[int] | None:
     """An aware datetime as [seconds since the epoch, nanoseconds >= 0], for Cypher's
     ``datetime.fromepoch``: the driver encodes a datetime parameter in Python (about 0.1
     ms), and a short list of integers costs next to nothing."""
     if t is None:
         return None
-    seconds, micros = divmod((t - _EPOCH) // dt.timedelta(microseconds=1), 1_000_000)
-    return [seconds, micros * 1000]
+    seconds, rest = divmod(micros(t), 1_000_000)
+    return [seconds, rest * 1000]
 
 
 class Now:

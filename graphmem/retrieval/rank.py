@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import facts, search
+from .. import facts, search, values
 from ..errors import InputError
 from ..models import Scope, SearchExplain, SearchResult
 from . import vectors
@@ -193,11 +193,14 @@ def run(memory: Any, scope: Scope, q: dict[str, Any], embedder: Embedder, *,
                                      "--embedder ...` (Memory.embed); a search never writes")
     meaning = _fused(q["mode"], scores.similarity[members], _by_id(found.text, scores.index, size)[members],
                      _by_id(found.idents, scores.index, size)[members])
-    # only the types asked for are sent (the type filter would remove the others)
+    # only the memories of the types asked for, recorded by known_at and public by the
+    # cutoff are sent: search.hits' first filters would remove the others
     wants_facts, wants_others = "fact" in q["types"], any(t != "fact" for t in q["types"])
+    keep = (scores.recorded[members] <= values.micros(q["known_at"])) & (
+        scores.available[members] <= values.micros(q["cutoff"]))
     if not (wants_facts and wants_others):
-        keep = scores.fact[members] == wants_facts
-        members, meaning = members[keep], meaning[keep]
+        keep &= scores.fact[members] == wants_facts
+    members, meaning = members[keep], meaning[keep]
     ev = _evaluate(memory, scope, q, scores, members, meaning)
     top = ev.ranked[:q["limit"]]
     best = max(found.text.values(), default=0.0)

@@ -47,6 +47,9 @@ CHUNK = 10_000
 """Memories per record when a scope is read whole (a record of 10,000 vectors of 384
 dimensions is about 35 MB)."""
 
+EARLIEST = -(1 << 62)
+"""The availability of a memory that records none: public at any cutoff."""
+
 UNREADY, VECTORS, NO_VECTOR, GONE = 0, 1, 2, 3
 """A memory's state: no vector by the embedder yet; vectors; an empty vector list (a
 LangGraph item put with ``index=False``: never similar); no longer searchable (erased)."""
@@ -63,6 +66,8 @@ class Scores:
     state: np.ndarray
     similarity: np.ndarray
     about: np.ndarray | None  # with an entity: the indexes of the memories about it
+    recorded: np.ndarray  # recorded_at, epoch microseconds
+    available: np.ndarray  # available_by, epoch microseconds (EARLIEST when it has none)
 
     def of(self, memory_id: str) -> float | None:
         """One memory's similarity (None: no vector, or not in this copy)."""
@@ -108,6 +113,8 @@ class ScopeVectors:
     about: dict[str, list[int]] = field(default_factory=dict)  # entity uid -> memories
     fact: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     state: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    recorded: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    available: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     rows: np.ndarray | None = None
     owner: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     used: int = 0  # rows in use
@@ -120,18 +127,20 @@ class ScopeVectors:
 
     @property
     def nbytes(self) -> int:
-        return self.rows.nbytes + self.owner.nbytes + self.fact.nbytes + self.state.nbytes
+        return sum(a.nbytes for a in (self.rows, self.owner, self.fact, self.state, self.recorded, self.available))
 
     def load(self, chunks: list[dict[str, Any]]) -> None:
         """Take a whole scope (``retrieval.vectors`` records, one list per field) into
         this empty copy: at once when each memory has at most one vector, else memory by
         memory."""
-        columns = {k: [x for chunk in chunks for x in chunk[k]] for k in ("ids", "fact", "alive", "embedding",
-                                                                          "entities")}
+        columns = {k: [x for chunk in chunks for x in chunk[k]] for k in (
+            "ids", "fact", "alive", "embedding", "entities", "recorded", "available")}
         embedding = [e[0] for e in columns["embedding"]]
         if any(e is not None and len(e) > self.dims for e in embedding):
-            self.apply([{"id": i, "fact": f, "alive": a, "embedding": e, "entities": n} for i, f, a, e, n in zip(
-                columns["ids"], columns["fact"], columns["alive"], embedding, columns["entities"], strict=True)])
+            self.apply([{"id": i, "fact": f, "alive": a, "embedding": e, "entities": n, "recorded": r,
+                         "available": v} for i, f, a, e, n, r, v in zip(
+                columns["ids"], columns["fact"], columns["alive"], embedding, columns["entities"],
+                columns["recorded"], columns["available"], strict=True)])
             return
         count = len(columns["ids"])
         self.ids = columns["ids"]
@@ -140,6 +149,8 @@ class ScopeVectors:
             for uid in uids:
                 self.about.setdefault(uid, []).append(i)
         self.fact = np.asarray(columns["fact"], bool)
+        self.recorded = np.asarray(columns["recorded"], np.int64)
+        self.available = np.asarray([EARLIEST if v is None else v for v in columns["available"]], np.int64)
         with_vector = [i for i, e in enumerate(embedding) if e]
         self.state = np.where(np.asarray(columns["alive"], bool), UNREADY, GONE).astype(np.int8)
         self.state[[i for i, e in enumerate(embedding) if e is not None and self.state[i] != GONE]] = NO_VECTOR
@@ -159,7 +170,11 @@ class ScopeVectors:
                 if i >= len(self.fact):
                     size = max(2 * len(self.fact), 64)
                     self.fact, self.state = _grown(self.fact, size, False), _grown(self.state, size, GONE)
+                    self.recorded = _grown(self.recorded, size, 0)
+                    self.available = _grown(self.available, size, EARLIEST)
                 self.fact[i] = row["fact"]
+                self.recorded[i] = row["recorded"]
+                self.available[i] = EARLIEST if row["available"] is None else row["available"]
                 for uid in row["entities"]:
                     self.about.setdefault(uid, []).append(i)
             parts = self._parts(row)
@@ -216,7 +231,8 @@ class ScopeVectors:
         # the id list and index only grow (a reload replaces them): their first `count`
         # entries stay this copy's
         about = None if entity_uid is None else np.asarray(self.about.get(entity_uid, []), np.int64)
-        return Scores(self.ids, self.index, self.fact[:count].copy(), state, similarity, about)
+        return Scores(self.ids, self.index, self.fact[:count].copy(), state, similarity, about,
+                      self.recorded[:count].copy(), self.available[:count].copy())
 
 
 class VectorCache:
