@@ -9,7 +9,8 @@ make universes of each ``--sizes`` rows. Each case runs in a child process of it
 
 ``bootstrap``
     ``offline.bootstrap`` of the universe of that size into a fresh home, end to end:
-    reading, deciding, the importer's CSV, the importer, the finishing server (schema
+    reading, deciding, the importer's CSV (companies built in ``--workers`` processes: each
+    size once per number given, 1 being the one-process baseline), the importer, the finishing server (schema
     migrations, index population) until the server answers on the new database. Rows/s,
     seconds per step, peak RSS of the Python process and of the two JVMs (the
     importer's, and the server's while it populates the indexes). The importer's memory
@@ -28,7 +29,7 @@ it: see docs/PERFORMANCE.md).
 Usage::
 
     .venv/bin/python bench/bench_bootstrap.py --sizes 1000000,4000000,10000000 \\
-        --online-companies 5 --dir /tmp/bench-bootstrap [--json out.json] \\
+        --online-companies 5 --dir /tmp/bench-bootstrap [--workers 1,2] [--json out.json] \\
         [--ports 7717,7718,7719] [--probe-uri bolt://127.0.0.1:7707]
 """
 
@@ -39,6 +40,7 @@ import contextlib
 import dataclasses
 import itertools
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -83,8 +85,9 @@ def child_bootstrap(spec: dict[str, Any]) -> dict[str, Any]:
         probe = stack.enter_context(Memory.connect(spec["probe_uri"])).db if spec["probe_uri"] else None
         chosen = universe.select(found)[: spec["companies"]]
         t = time.perf_counter()
-        loaded, report = offline.bootstrap(cfg, lambda build: loader.load(build, scope, chosen), probe=probe,
-                                           sizes=sizes)
+        loaded, report = offline.bootstrap(cfg, lambda build: loader.load(build, scope, chosen,
+                                                                          workers=spec["workers"]),
+                                           probe=probe, sizes=sizes)
         wall = time.perf_counter() - t
     srv.stop(cfg)
     rows = loaded.totals()["rows"]
@@ -159,6 +162,9 @@ def main() -> None:
     parser.add_argument("--online-companies", type=int, default=5, help="companies of the online sample")
     parser.add_argument("--archive-rows", type=int, default=100_000_000, help="rows assumed for the projection")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--workers", default=f"1,{os.cpu_count() or 1}",
+                        help="processes building the companies, each size bootstrapped with each (comma-separated: "
+                             "1 is the one-process baseline)")
     parser.add_argument("--dir", type=Path, help="the universe (kept, reused) and server homes (required)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--ports", default="", help="ports for the servers the cases start, in turn "
@@ -211,19 +217,21 @@ def main() -> None:
             f"load {out['load_average']}")
 
     online("online-before")
-    for size, count in zip(sizes, companies, strict=True):
-        out = run_child("bootstrap", {**spec, "companies": count, "home": home(), "port": next(ports)})
-        results["cases"][f"bootstrap-{size}"] = out
+    workers = [int(w) for w in args.workers.split(",") if w]
+    cases = [(size, count, w) for size, count in zip(sizes, companies, strict=True) for w in workers]
+    for size, count, w in cases:
+        out = run_child("bootstrap", {**spec, "companies": count, "home": home(), "port": next(ports), "workers": w})
+        results["cases"][f"bootstrap-{size}-w{w}"] = out
         steps = ", ".join(f"{k} {v:.0f}s" for k, v in out["report"]["seconds"].items())
-        log(f"bootstrap of {count} companies: {out['rows']:,} rows in {out['seconds']:.0f}s "
+        log(f"bootstrap of {count} companies, {w} workers: {out['rows']:,} rows in {out['seconds']:.0f}s "
             f"({out['rows_per_s']:,.0f} rows/s; {steps}); peak RSS Python {out['python_peak_rss_mb']:.0f} MB, "
             f"JVMs {out['report']['peak_rss_mb']}; load {out['load_average']}")
     online("online-after")
-    largest = results["cases"][f"bootstrap-{sizes[-1]}"]
+    largest = results["cases"][f"bootstrap-{sizes[-1]}-w{workers[-1]}"]
     results["projection"] = projection(largest, args.archive_rows)
     online_rate = (results["cases"]["online-before"]["rows_per_s"] + results["cases"]["online-after"]["rows_per_s"]) / 2
-    results["ratios"] = {f"bootstrap-{s}": results["cases"][f"bootstrap-{s}"]["rows_per_s"] / online_rate
-                         for s in sizes}
+    results["ratios"] = {f"bootstrap-{s}-w{w}": results["cases"][f"bootstrap-{s}-w{w}"]["rows_per_s"] / online_rate
+                         for s, _, w in cases}
     log(f"ratio to the online loader's mean rate: {results['ratios']}; projection "
         f"{results['projection']['total_hours']:.1f} h for {args.archive_rows:,} rows")
     text = json.dumps(results, indent=2, default=str)

@@ -25,6 +25,10 @@ Usage (the universe is written once per tenant name)::
     GRAPHMEM_NEO4J_URI=bolt://127.0.0.1:7705 .venv/bin/python bench/bench_panel.py \
         --companies 200 --reads 10 [--cutoffs 40] [--tenant NAME] [--drop] [--json PATH]
 
+or built offline into a launcher home of its own (bench_screen.py's ``--bootstrap``)::
+
+    .venv/bin/python bench/bench_panel.py --companies 2000 --bootstrap /tmp/screen-home --port 7705
+
 Targets it reports against (it does not assert them): screen p50 at most 2x its
 baseline; panel p50 at most 3x its baseline; to_pandas under a tenth of the panel.
 """
@@ -44,7 +48,15 @@ from typing import Any
 import neo4j
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_screen import DURATIONS, FIRST_YEAR, SOURCED, Universe, baseline_params  # noqa: E402
+from bench_screen import (  # noqa: E402
+    DURATIONS,
+    FIRST_YEAR,
+    SOURCED,
+    Universe,
+    baseline_params,
+    universe_options,
+    universe_server,
+)
 from common import drop_tenant, log, pct  # noqa: E402
 
 from graphmem import Memory, Scope  # noqa: E402
@@ -125,20 +137,15 @@ def main() -> None:
     ap.add_argument("--tenant", help="tenant to write the universe into, or reuse if it holds it")
     ap.add_argument("--drop", action="store_true", help="delete the tenant afterwards")
     ap.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    universe_options(ap)
     args = ap.parse_args()
 
-    uri = os.environ.get("GRAPHMEM_NEO4J_URI")
-    if not uri:
-        sys.exit("set GRAPHMEM_NEO4J_URI to a dedicated server")
     database = os.environ.get("GRAPHMEM_NEO4J_DATABASE") or "neo4j"
     scope = Scope(tenant=args.tenant or f"bench-screen-{args.companies}-{args.years}-{args.seed}-{len(DURATIONS)}")
+    universe = Universe(args.companies, args.years, args.seed)
+    uri = os.environ["GRAPHMEM_NEO4J_URI"] = universe_server(args, universe, scope)
     with Memory.from_env() as mem:
-        mem.migrate()
         counts = mem.counts(scope)
-        if not counts.get("entities"):
-            log(f"writing {args.companies} companies x {args.years} years into {scope.tenant}")
-            Universe(args.companies, args.years, args.seed).write(mem, scope)
-            counts = mem.counts(scope)
         log(f"universe: {counts}")
         driver = neo4j.GraphDatabase.driver(uri, notifications_min_severity="OFF")
         log("warming up")

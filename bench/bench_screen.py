@@ -31,6 +31,12 @@ Usage (against a dedicated server; the universe is written once per tenant name)
     GRAPHMEM_NEO4J_URI=bolt://127.0.0.1:7705 .venv/bin/python bench/bench_screen.py \
         --companies 200 --reads 100 [--tenant NAME] [--drop] [--json PATH]
 
+or, for a universe too large to write through the API (2,000 companies: 2.2M rows), built
+offline by ``graphmem bootstrap``'s route into a launcher home of its own (its database
+is replaced; then reuse it through GRAPHMEM_NEO4J_URI)::
+
+    .venv/bin/python bench/bench_screen.py --companies 2000 --bootstrap /tmp/screen-home --port 7705
+
 Targets it reports against (it does not assert them): screen p50 at most 2x the plain
 lookup, and under 1 s.
 """
@@ -189,6 +195,41 @@ class Universe:
                                           sources=(wire.id,))]))
         return out
 
+    def build(self, build: Any, scope: Scope) -> tuple[int, list[tuple[Source, list[FactIn]]]]:
+        """The universe through an offline build (``graphmem.bulk.Build``), as the filings
+        loaders write it: per company its entity, then each filing with what it reports,
+        one transaction a filing. The newswire figures come from a second publisher, which
+        a build refuses: they are returned, to be written online afterwards. Returns
+        (rows built, newswire filings)."""
+        rows, later = 0, []
+        for n in range(self.companies):
+            build.put_entity(scope, Entity(id=self.cik(n), name=f"Company {n}", kind="company"))
+            for source, items in self.filings(n):
+                if source.publisher_id != self.cik(n):
+                    later.append((source, items))
+                    continue
+                rows += build.record(scope, sources=[source], items=items).rows
+            build.flush()
+            if n % 200 == 199:
+                log(f"  built {n + 1} companies, {rows} rows")
+        return rows, later
+
+    def bootstrap(self, home: Path, port: int, scope: Scope) -> str:
+        """The universe as a new database served by the launcher at ``home`` (``graphmem
+        bootstrap``'s route: offline build, Neo4j's importer, swap; whatever that home's
+        database held is replaced), the newswire figures written online after; returns
+        the server's URI."""
+        from graphmem import offline
+        from graphmem import server as srv
+
+        cfg = srv.ServerConfig(home=home, port=port, heap="2g", pagecache="1g")
+        (rows, later), report = offline.bootstrap(cfg, lambda build: self.build(build, scope), replace=True)
+        log(f"bootstrapped {rows} rows: " + ", ".join(f"{k} {v:.0f} s" for k, v in report.seconds.items()))
+        with Memory(neo4j.GraphDatabase.driver(cfg.uri, notifications_min_severity="OFF")) as mem:
+            for source, items in later:
+                mem.record(scope, sources=[source], items=items)
+        return cfg.uri
+
     def write(self, mem: Memory, scope: Scope) -> int:
         """Per company: its filings (sources) in one transaction, then what they report in
         filing order through ``assert_facts`` (transactions of 500)."""
@@ -201,6 +242,34 @@ class Universe:
             if n % 20 == 19:
                 log(f"  {n + 1} companies, {rows} rows, {rows / (time.perf_counter() - t0):.0f} rows/s")
         return rows
+
+
+def universe_options(ap: argparse.ArgumentParser) -> None:
+    """The options of where the universe is (bench_screen.py's and bench_panel.py's)."""
+    ap.add_argument("--bootstrap", type=Path, metavar="HOME",
+                    help="build the universe offline and serve it from the launcher at HOME (whatever its "
+                         "database held is replaced), instead of writing it through the API into the server "
+                         "of GRAPHMEM_NEO4J_URI")
+    ap.add_argument("--port", type=int, default=7705, help="the port of the bootstrapped launcher")
+
+
+def universe_server(args: argparse.Namespace, universe: Universe, scope: Scope) -> str:
+    """The URI of a server whose ``scope`` holds the universe: bootstrapped (``--bootstrap``),
+    or GRAPHMEM_NEO4J_URI's, written there through the API unless the tenant holds it."""
+    if args.bootstrap:
+        log(f"bootstrapping {universe.companies} companies x {universe.years} years into {args.bootstrap}")
+        return universe.bootstrap(args.bootstrap, args.port, scope)
+    uri = os.environ.get("GRAPHMEM_NEO4J_URI")
+    if not uri:
+        sys.exit("set GRAPHMEM_NEO4J_URI to a dedicated server, or pass --bootstrap HOME")
+    with Memory.from_env() as mem:
+        mem.migrate()
+        if not mem.counts(scope).get("entities"):
+            log(f"writing {universe.companies} companies x {universe.years} years into {scope.tenant}")
+            t0 = time.perf_counter()
+            rows = universe.write(mem, scope)
+            log(f"wrote {rows} rows in {time.perf_counter() - t0:.0f} s")
+    return uri
 
 
 # ------------------------------------------------------------------ measuring
@@ -300,23 +369,15 @@ def main() -> None:
     ap.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     ap.add_argument("--ltm", action="store_true",
                     help="also time metrics.screen_ltm (Revenues, CY2023Q3) twice: recording, then again")
+    universe_options(ap)
     args = ap.parse_args()
 
-    uri = os.environ.get("GRAPHMEM_NEO4J_URI")
-    if not uri:
-        sys.exit("set GRAPHMEM_NEO4J_URI to a dedicated server")
     database = os.environ.get("GRAPHMEM_NEO4J_DATABASE") or "neo4j"
     scope = Scope(tenant=args.tenant or f"bench-screen-{args.companies}-{args.years}-{args.seed}-{len(DURATIONS)}")
     universe = Universe(args.companies, args.years, args.seed)
+    uri = os.environ["GRAPHMEM_NEO4J_URI"] = universe_server(args, universe, scope)
     with Memory.from_env() as mem:
-        mem.migrate()
         counts = mem.counts(scope)
-        if not counts.get("entities"):
-            log(f"writing {args.companies} companies x {args.years} years into {scope.tenant}")
-            t0 = time.perf_counter()
-            rows = universe.write(mem, scope)
-            log(f"wrote {rows} rows in {time.perf_counter() - t0:.0f} s")
-            counts = mem.counts(scope)
         log(f"universe: {counts}")
         driver = neo4j.GraphDatabase.driver(uri, notifications_min_severity="OFF")
         log("warming up")

@@ -40,6 +40,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
@@ -48,7 +49,19 @@ from typing import Any, Protocol
 
 from . import facts, indexing
 from .errors import InputError
-from .importcsv import ABOUT, CLOCK, ENTITY, EVIDENCED_BY, FACT, FACT_KEY, LOAD_MARK, SOURCE, VERSION_OF, Layout
+from .importcsv import (
+    ABOUT,
+    CLOCK,
+    ENTITY,
+    EVIDENCED_BY,
+    FACT,
+    FACT_KEY,
+    LOAD_MARK,
+    SOURCE,
+    VERSION_OF,
+    ImportInput,
+    Layout,
+)
 from .memory import entity_argument, record_args
 from .models import Authority, Entity, FactIn, Scope, Source, WriteReport, check_scope
 from .probe import Templates
@@ -59,6 +72,8 @@ class Sink(Protocol):
     """Where a build's nodes and relationships go (graphmem.importcsv.GraphCsv)."""
 
     def add(self, layout: Layout, row: Sequence[Any]) -> None: ...
+
+    def extend(self, part: ImportInput) -> None: ...
 
 
 _SCHEMA = """
@@ -113,17 +128,26 @@ class Build:
     ``sink`` receives the rows (``GraphCsv`` for the importer), ``templates`` renders
     search text (graphmem.probe), ``folder`` holds the spool. ``now`` fixes the clock's
     start (tests); by default it is the moment the build starts.
+
+    A build can be made in parts (graphmem.loaders.bootstrap: a company each, in
+    processes of their own): the whole build :meth:`reserve` s ticks of its clock, a
+    part is a Build with the same ``now`` whose transactions take ``ticks`` (a range of
+    that reservation; more transactions than it holds are refused), and the whole build
+    :meth:`take` s each part's files and clocks.
     """
 
-    def __init__(self, folder: Path, sink: Sink, templates: Templates, now: dt.datetime | None = None):
-        folder = Path(folder)
+    def __init__(self, folder: Path, sink: Sink, templates: Templates, now: dt.datetime | None = None,
+                 ticks: range | None = None):
+        self.folder = folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(folder / "build.sqlite3")
         self._db.executescript("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;" + _SCHEMA)
         self._sink = sink
         self._templates = templates
-        self._start = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).replace(tzinfo=dt.UTC)
-        self._ticks = 0
+        self.start = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).replace(tzinfo=dt.UTC)
+        self._ticks = ticks.start if ticks is not None else 0
+        self._stop = ticks.stop if ticks is not None else None
+        self._capacity = len(ticks) - 1 if ticks is not None else None
         self._clocks: dict[str, str] = {}  # tenant -> its last recorded_at
         self._scopes: dict[str, Scope] = {}  # by scope id: a build names few
         self.totals = Totals()
@@ -135,7 +159,40 @@ class Build:
         return check_scope(scope, ())
 
     def _next(self) -> dt.datetime:
-        return self._start + dt.timedelta(microseconds=self._ticks + 1)
+        if self._stop is not None and self._ticks + 1 >= self._stop:
+            raise InputError("offline build", f"more than {self._capacity} transactions in one part of the build "
+                             "(a company: its filings)")
+        return self.start + dt.timedelta(microseconds=self._ticks + 1)
+
+    def reserve(self, ticks: int) -> range:
+        """``ticks`` microseconds of the build's clock, from its next, for parts of the
+        build (see the class docstring); its own next transaction comes after them."""
+        first = self._ticks
+        self._ticks += ticks
+        return range(first, self._ticks)
+
+    def take(self, part: ImportInput, clocks: dict[str, str], scopes: dict[str, Scope], totals: Totals) -> None:
+        """A part's importer files (``ImportInput`` of its closed sink), tenant clocks,
+        scopes and totals, made by a Build in a reserved range of this one's clock."""
+        self._sink.extend(part)
+        for tenant, last in clocks.items():
+            self._clocks[tenant] = max(last, self._clocks.get(tenant, last))
+        for scope_id, scope in scopes.items():
+            self._scopes.setdefault(scope_id, scope)
+        self.totals.add(totals)
+
+    @property
+    def clocks(self) -> dict[str, str]:
+        """Each tenant's last recorded_at so far (ISO)."""
+        return dict(self._clocks)
+
+    @property
+    def scopes(self) -> dict[str, Scope]:
+        return dict(self._scopes)
+
+    @property
+    def templates(self) -> Templates:
+        return self._templates
 
     def _commit(self, scope: Scope, at: dt.datetime) -> None:
         """The transaction went through: the clock moves on, as ``admin.tick`` had."""
@@ -277,9 +334,16 @@ class Build:
         self.totals.add(totals)
         return totals
 
-    def finish(self) -> Totals:
-        """Flush, then write the entities, sources, load marks and tenant clocks; close the
-        spool."""
+    def recorded_publishers(self) -> dict[str, str]:
+        """The publisher of every source recorded in this build, by uid."""
+        return dict(self._db.execute("SELECT uid, publisher FROM sources"))
+
+    def finish(self, clocks: bool = True) -> Totals:
+        """Flush, then write the entities, sources, load marks and (unless ``clocks`` is
+        false: a part's are its whole build's to write) the tenant clocks; close the
+        spool. The clock written never runs ahead of the real one: parts reserve time on
+        it faster than it passes when they have nothing to write, so this waits for it
+        (a few milliseconds a company at most)."""
         self.flush()
         for uid, scope_id, entity_id, name, kind, aliases, recorded_at in self._db.execute(
                 "SELECT uid, scope, id, name, kind, aliases, recorded_at FROM entities"):
@@ -297,8 +361,11 @@ class Build:
                 "SELECT uid, scope, kind, id, digest, report, recorded_at FROM marks"):
             self._sink.add(LOAD_MARK, (uid, self._scopes[scope_id].tenant, scope_id, kind, ident, digest_, report,
                                        recorded_at))
-        for tenant, last in self._clocks.items():
-            self._sink.add(CLOCK, (tenant, last, True))
+        if clocks:
+            ahead = (self.start + dt.timedelta(microseconds=self._ticks) - dt.datetime.now(dt.UTC)).total_seconds()
+            time.sleep(max(0.0, ahead))
+            for tenant, last in self._clocks.items():
+                self._sink.add(CLOCK, (tenant, last, True))
         self._db.close()
         return self.totals
 

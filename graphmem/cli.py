@@ -498,11 +498,13 @@ def bootstrap_companyfacts(file: Path, submissions: tuple[Path, ...], quarantine
 @bootstrap.command("edgar")
 @_universe_options
 @_bootstrap_options
+@click.option("--workers", type=click.IntRange(1, 256), default=os.cpu_count() or 1, show_default=True,
+              help="Processes building companies side by side (the same database whatever their number).")
 @_scoped
 @_json_opt
 def bootstrap_edgar(paths: tuple[Path, ...], ciks: tuple[str, ...], ciks_file: Path | None, tickers: tuple[str, ...],
                     company_tickers: Path | None, quarantine_file: Path | None, tenant: str,
-                    scope_keys: tuple[str, ...], **options: Any) -> None:
+                    scope_keys: tuple[str, ...], workers: int, **options: Any) -> None:
     """A universe of SEC companies into a new database (what `load edgar` would write,
     same inputs and selection). What `load edgar` leaves out is left out here, with the
     same report and exit code; the others are bootstrapped all the same."""
@@ -513,7 +515,7 @@ def bootstrap_edgar(paths: tuple[Path, ...], ciks: tuple[str, ...], ciks_file: P
             _quarantine(quarantine_file) as sink:
 
         def build(into: Any) -> Any:  # no company loaded: an error inside the build, before any import or swap
-            report = loader.load(into, scope, chosen, quarantine=sink, skipped=skipped)
+            report = loader.load(into, scope, chosen, quarantine=sink, skipped=skipped, workers=workers)
             _none_loaded("bootstrap edgar", report)
             return report
 

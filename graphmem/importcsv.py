@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import csv
 import io
+import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,6 +136,15 @@ class _File:
         self.rows += len(self._pending)
         self._pending.clear()
 
+    def extend(self, path: Path, rows: int, multiline: bool) -> None:
+        """Append the rows of another file of this layout (written by another GraphCsv)."""
+        self.flush()
+        with path.open(encoding="utf-8", newline="") as part:
+            part.readline()  # its header: a header holds no line break
+            shutil.copyfileobj(part, self._handle, 1 << 20)
+        self.rows += rows
+        self.multiline = self.multiline or multiline
+
     def _row(self, row: Sequence[Any]) -> list[Any]:
         out = [_NULL if v is None else ("true" if v else "false") if v is True or v is False else v for v in row]
         for n in self._arrays:
@@ -188,10 +198,20 @@ class GraphCsv:
 
     def add(self, layout: Layout, row: Sequence[Any]) -> None:
         """One node or relationship: its values in the layout's column order."""
+        self._file(layout).add(row)
+
+    def _file(self, layout: Layout) -> _File:
         file = self._files.get(layout.file)
         if file is None:
             file = self._files[layout.file] = _File(self.folder / layout.file, layout)
-        file.add(row)
+        return file
+
+    def extend(self, part: ImportInput) -> None:
+        """Append the rows of another GraphCsv's closed files (a part of this build made
+        elsewhere, graphmem.loaders.bootstrap), file by file."""
+        by_file = {layout.file: layout for layout in LAYOUTS}
+        for name, rows in part.rows.items():
+            self._file(by_file[name]).extend(part.folder / name, rows, name in part.multiline)
 
     def close(self) -> ImportInput:
         """Flush and close every file; what the importer needs to read them."""

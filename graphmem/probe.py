@@ -232,21 +232,38 @@ def check_layouts(properties: Mapping[str, set[str]]) -> None:
             raise ProbeError(f"the online statements write {what} properties {sorted(properties[what])}")
 
 
+Shape = tuple[EntityShape, SourceShape]
+
+
+class Unprobed(GraphmemError):
+    """A shape that templates without a database were not given: the build that needs it
+    is made again where a database is (graphmem.loaders.bootstrap)."""
+
+
 class Templates:
     """The search-text templates of one build, probed per shape on first use.
 
     ``connect`` gives the database to probe (any Neo4j: nothing is written); it is
     called on the first probe only, so a server can still be starting meanwhile.
+    Without one (a build in a process of its own), only the shapes in ``probed`` are
+    known, and any other raises :class:`Unprobed`.
     """
 
-    def __init__(self, connect: Callable[[], Database]):
+    def __init__(self, connect: Callable[[], Database] | None, probed: dict[Shape, Probed] | None = None):
         self._connect = connect
         self._db: Database | None = None
-        self._probed: dict[tuple[EntityShape, SourceShape], Probed] = {}
+        self._probed: dict[Shape, Probed] = dict(probed or {})
+
+    @property
+    def probed(self) -> dict[Shape, Probed]:
+        """What was probed so far, by shape (to hand to templates without a database)."""
+        return dict(self._probed)
 
     def _get(self, entity: EntityShape, source: SourceShape) -> Probed:
         found = self._probed.get((entity, source))
         if found is None:
+            if self._connect is None:
+                raise Unprobed(f"no template probed for {entity}, {source}")
             if self._db is None:
                 self._db = self._connect()
                 full = self._db.rolled_back(

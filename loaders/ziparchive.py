@@ -30,6 +30,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from zipfile import BadZipFile
 
 _END = struct.Struct("<4sHHHHLLH")  # end of central directory record
@@ -90,6 +91,11 @@ class Archive:
         except BaseException:
             self._file.close()
             raise
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        """Pickled as its path: a process that unpickles it opens the archive itself, once
+        (a universe's companies built in processes of their own, .bootstrap)."""
+        return _opened, (self.path,)
 
     def __enter__(self) -> Archive:
         return self
@@ -296,3 +302,13 @@ class _MemberStream(io.RawIOBase):
         self._position += size
         self._left -= size
         return data
+
+
+_OPENED: dict[str, Archive] = {}  # this process's archives opened by unpickling, by path
+
+
+def _opened(path: str) -> Archive:
+    found = _OPENED.get(path)
+    if found is None:
+        found = _OPENED[path] = Archive(path)
+    return found

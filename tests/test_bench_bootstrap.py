@@ -22,11 +22,12 @@ def test_the_bootstrap_benchmark_runs_at_its_smallest_size(migrated, tmp_path):
              if migrated.auth is None else [])  # the script takes no password
     done = subprocess.run([sys.executable, str(Path(__file__).parents[1] / "bench" / "bench_bootstrap.py"),
                            "--sizes", "40", "--filings", "2", "--concepts", "5", "--online-companies", "1",
-                           "--archive-rows", "1000", *probe, "--dir", str(tmp_path / "bench"), "--json", str(out)],
+                           "--archive-rows", "1000", "--workers", "2", *probe, "--dir", str(tmp_path / "bench"),
+                           "--json", str(out)],
                           capture_output=True, text=True, timeout=840, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(out.read_text())
-    booted, online = result["cases"]["bootstrap-40"], result["cases"]["online-before"]
+    booted, online = result["cases"]["bootstrap-40-w2"], result["cases"]["online-before"]
     totals = booted["report"]["totals"]
     assert booted["rows"] > online["rows"] > 0 and totals["created"] > 0 and totals["keys"] > 0
     assert result["cases"]["online-after"]["rows"] == online["rows"]

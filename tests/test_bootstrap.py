@@ -206,6 +206,60 @@ def test_a_build_refuses_facts_after_their_entity_was_flushed_or_renamed(tmp_pat
         build.record(scope, sources=[_source("s2", "cik:1", 1)], items=[_fact("cik:1", 2, "s2")])
 
 
+def test_a_part_of_a_build_takes_only_its_own_ticks(tmp_path, templates):
+    build, scope = _build(tmp_path, templates), Scope(tenant="t")
+    ticks = build.reserve(3)
+    build.put_entity(scope, Entity(id="cik:0"))  # the whole build's own, after the reserved ticks
+    part = Build(tmp_path / "part", GraphCsv(tmp_path / "part-csv"), templates, now=build.start, ticks=ticks)
+    part.put_entity(scope, Entity(id="cik:1"))
+    part.record(scope, sources=[_source("s1", "cik:1", 0)])
+    with pytest.raises(InputError, match="more than 2 transactions in one part of the build"):
+        part.record(scope, sources=[_source("s2", "cik:1", 1)])
+    assert part.clocks["t"] < build.clocks["t"]
+
+
+def _combined(folder: Path, cik: int, rows: list[dict]) -> None:
+    """A company's companyfacts file, Assets only (a combined filing: two companies' rows
+    with one accession)."""
+    folder.mkdir(exist_ok=True)
+    (folder / f"CIK{cik:010d}.json").write_text(json.dumps(
+        {"cik": cik, "entityName": f"Company {cik}", "facts": {"us-gaap": {"Assets": {"units": {"USD": rows}}}}}))
+
+
+def _built_universe(folder: Path, templates: Templates, inputs: list[Path], workers: int):
+    """A universe built as bootstrap edgar builds it (no importer): the report, the
+    quarantined rows, and each importer file's lines, sorted (parts come in any order)."""
+    csv = GraphCsv(folder / "csv")
+    build = Build(folder / "spool", csv, templates, now=DAY0)
+    with universe.discover(inputs) as found, Collect() as quarantined:
+        report = loader.load(build, Scope(tenant="t"), universe.select(found), quarantine=quarantined,
+                             workers=workers)
+    build.finish()
+    files = csv.close()
+    lines = {name: sorted((files.folder / name).read_text().splitlines()) for name in files.rows}
+    return [c.model_dump(exclude={"seconds"}) for c in report.companies], quarantined.records, lines
+
+
+def test_a_universe_built_in_processes_of_their_own_equals_one_built_in_one(tmp_path, templates):
+    """Two processes build what one builds, byte for byte: the clock, the quarantine, and a
+    combined filing whose second company's part (made where its processes could not see
+    the first company) is made again."""
+    written = SYNTHETIC.write_zips(tmp_path / "synthetic")
+    combined = "0009200001-24-000001"
+    row = {"end": "2023-12-31", "accn": combined, "fy": 2023, "fp": "FY", "form": "10-K", "filed": "2024-02-01"}
+    _combined(tmp_path / "more", 9200001, [{**row, "val": 100}])
+    _combined(tmp_path / "more", 9200002, [{**row, "val": 40}, {**row, "val": 41, "accn": "0009200002-24-000009",
+                                                                "form": "10-Q", "filed": "2024-05-01"}])
+    inputs = [written["companyfacts"], written["submissions"], tmp_path / "more"]
+    one = _built_universe(tmp_path / "one", templates, inputs, workers=1)
+    two = _built_universe(tmp_path / "two", templates, inputs, workers=2)
+    assert one == two
+    reports, quarantined, lines = two
+    assert [r["status"] for r in reports] == ["loaded"] * (SYNTHETIC.companies + 2) and quarantined
+    assert sum(f"{combined}:cik:9200002" in line for line in lines["sources.csv"]) == 1
+    assert len(lines["clocks.csv"]) == 2  # one tenant's, after the header
+
+
 # ---------------------------------------------------------------- the pieces
 
 
@@ -287,7 +341,8 @@ def booted(migrated, tmp_path_factory):
             replay(build, other, history)
         build.flush()  # so that the loader's per-company counts are its companies' own
         with universe.discover(archives) as found, Collect() as quarantined:
-            universe_report = loader.load(build, synthetic, universe.select(found), quarantine=quarantined)
+            universe_report = loader.load(build, synthetic, universe.select(found), quarantine=quarantined,
+                                          workers=2)  # in processes of their own, equal all the same
         return universe_report, quarantined.records, [
             loader.load_files(build, scope, facts, [subs] if subs else []) for facts, subs in (TESLA, LPA)]
 
