@@ -214,6 +214,8 @@ class _Parts:
             for task in tasks:
                 yield self._take(task, self._here(task))
             return
+        first = next(tasks)  # made here: it probes the templates the others will mostly need
+        yield self._take(first, self._here(first))
         window: deque[tuple[_Task, Future[_Part | None]]] = deque()
         with ProcessPoolExecutor(min(workers, len(companies)), mp_context=multiprocessing.get_context("spawn")
                                  ) as pool:
