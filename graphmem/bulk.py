@@ -32,7 +32,8 @@ What a build cannot decide per call it decides at :meth:`Build.flush`: a loader 
 after each company. Facts about an entity that was flushed are refused (its keys are
 written), as is renaming an entity that has facts (the online path would re-index
 their text). ``recorded_at`` is the build's start plus one microsecond per
-transaction, in call order: the online order, on the build's own clock.
+transaction, in call order (the ticks reserved for parts included): the online order,
+on the build's own clock.
 """
 
 from __future__ import annotations
@@ -79,12 +80,13 @@ class Sink(Protocol):
 _SCHEMA = """
 CREATE TABLE entities (uid TEXT PRIMARY KEY, scope TEXT NOT NULL, id TEXT NOT NULL, name TEXT, kind TEXT,
                        aliases TEXT NOT NULL, recorded_at TEXT NOT NULL, facts INTEGER NOT NULL DEFAULT 0,
-                       flushed INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
+                       flushed INTEGER NOT NULL DEFAULT 0, part INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
 CREATE TABLE sources (uid TEXT PRIMARY KEY, scope TEXT NOT NULL, id TEXT NOT NULL, kind TEXT NOT NULL,
                       authority TEXT NOT NULL, publisher TEXT NOT NULL, uri TEXT, title TEXT, meta TEXT NOT NULL,
-                      available_by TEXT NOT NULL, recorded_at TEXT NOT NULL) WITHOUT ROWID;
+                      available_by TEXT NOT NULL, recorded_at TEXT NOT NULL, part INTEGER NOT NULL DEFAULT 0)
+                      WITHOUT ROWID;
 CREATE TABLE marks (uid TEXT PRIMARY KEY, scope TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL, digest TEXT,
-                    report TEXT, recorded_at TEXT NOT NULL) WITHOUT ROWID;
+                    report TEXT, recorded_at TEXT NOT NULL, part INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
 CREATE TABLE pending (seq INTEGER PRIMARY KEY, key_uid TEXT NOT NULL, scope TEXT NOT NULL,
                       entity_uid TEXT NOT NULL, entity TEXT NOT NULL, attribute TEXT NOT NULL, unit TEXT NOT NULL,
                       definition TEXT NOT NULL, period TEXT NOT NULL, period_start TEXT, period_end TEXT NOT NULL,
@@ -142,12 +144,14 @@ class Build:
         folder.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(folder / "build.sqlite3")
         self._db.executescript("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;" + _SCHEMA)
+        self._open = True
         self._sink = sink
         self._templates = templates
         self.start = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).replace(tzinfo=dt.UTC)
         self._ticks = ticks.start if ticks is not None else 0
         self._stop = ticks.stop if ticks is not None else None
         self._capacity = len(ticks) - 1 if ticks is not None else None
+        self.overflowed = False  # a transaction was refused: the part's ticks were all taken
         self._clocks: dict[str, str] = {}  # tenant -> its last recorded_at
         self._scopes: dict[str, Scope] = {}  # by scope id: a build names few
         self.totals = Totals()
@@ -160,8 +164,9 @@ class Build:
 
     def _next(self) -> dt.datetime:
         if self._stop is not None and self._ticks + 1 >= self._stop:
+            self.overflowed = True
             raise InputError("offline build", f"more than {self._capacity} transactions in one part of the build "
-                             "(a company: its filings)")
+                             "(a company: its entity, filings and load mark)")
         return self.start + dt.timedelta(microseconds=self._ticks + 1)
 
     def reserve(self, ticks: int) -> range:
@@ -171,9 +176,29 @@ class Build:
         self._ticks += ticks
         return range(first, self._ticks)
 
-    def take(self, part: ImportInput, clocks: dict[str, str], scopes: dict[str, Scope], totals: Totals) -> None:
-        """A part's importer files (``ImportInput`` of its closed sink), tenant clocks,
-        scopes and totals, made by a Build in a reserved range of this one's clock."""
+    def holds(self, scope: Scope) -> bool:
+        """Whether anything was recorded in ``scope`` (an entity, a source or a load mark)."""
+        return any(self._db.execute(f"SELECT 1 FROM {table} WHERE scope = ? LIMIT 1", (scope.id,)).fetchone()
+                   for table in ("entities", "sources", "marks"))
+
+    def take(self, part: ImportInput, spool: Path, clocks: dict[str, str], scopes: dict[str, Scope],
+             totals: Totals) -> None:
+        """A part made by a Build in a reserved range of this one's clock (and finished):
+        its importer files (``ImportInput`` of its closed sink), its entities, sources and
+        load marks (from its spool ``spool``: this build's later calls see them, as a
+        build's own, and ``finish`` leaves them to the part's files), tenant clocks,
+        scopes and totals."""
+        self._db.execute("ATTACH DATABASE ? AS part", (str(spool / "build.sqlite3"),))
+        try:
+            self._db.execute("INSERT INTO entities SELECT uid, scope, id, name, kind, aliases, recorded_at, facts, "
+                             "1, 1 FROM part.entities")
+            self._db.execute("INSERT INTO sources SELECT uid, scope, id, kind, authority, publisher, uri, title, "
+                             "meta, available_by, recorded_at, 1 FROM part.sources")
+            self._db.execute("INSERT INTO marks SELECT uid, scope, kind, id, digest, report, recorded_at, 1 "
+                             "FROM part.marks")
+        finally:
+            self._db.commit()  # a database is detached outside a transaction
+            self._db.execute("DETACH DATABASE part")
         self._sink.extend(part)
         for tenant, last in clocks.items():
             self._clocks[tenant] = max(last, self._clocks.get(tenant, last))
@@ -235,7 +260,7 @@ class Build:
         self._check_open(scope, items)
         recorded_at = at.isoformat()
         self._db.executemany(
-            "INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
             [(facts.source_uid(scope, s.id), scope.id, s.id, s.kind, s.authority.value, s.publisher_id, s.uri,
               s.title, json.dumps(s.meta, sort_keys=True), s.available_by.isoformat(), recorded_at) for s in new])
         self._db.executemany(_PENDING, [
@@ -260,8 +285,11 @@ class Build:
         """As ``load.mark``: a mark's kind and id are set when it is created; its digest,
         report and recorded_at whenever it is written."""
         for m in marks:
+            if self._db.execute("SELECT 1 FROM marks WHERE uid = ? AND part = 1", (m["uid"],)).fetchone():
+                raise InputError(f"load mark {m['id']!r}", "written by a part of this build (a company of a "
+                                 "universe) already: an offline build writes each company once")
             self._db.execute(
-                "INSERT INTO marks VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (uid) DO UPDATE SET "
+                "INSERT INTO marks VALUES (?, ?, ?, ?, ?, ?, ?, 0) ON CONFLICT (uid) DO UPDATE SET "
                 "digest = excluded.digest, report = excluded.report, recorded_at = excluded.recorded_at",
                 (m["uid"], scope.id, m["kind"], m["id"], m["digest"], m["report"], recorded_at))
 
@@ -334,10 +362,6 @@ class Build:
         self.totals.add(totals)
         return totals
 
-    def recorded_publishers(self) -> dict[str, str]:
-        """The publisher of every source recorded in this build, by uid."""
-        return dict(self._db.execute("SELECT uid, publisher FROM sources"))
-
     def finish(self, clocks: bool = True) -> Totals:
         """Flush, then write the entities, sources, load marks and (unless ``clocks`` is
         false: a part's are its whole build's to write) the tenant clocks; close the
@@ -346,19 +370,19 @@ class Build:
         (a few milliseconds a company at most)."""
         self.flush()
         for uid, scope_id, entity_id, name, kind, aliases, recorded_at in self._db.execute(
-                "SELECT uid, scope, id, name, kind, aliases, recorded_at FROM entities"):
+                "SELECT uid, scope, id, name, kind, aliases, recorded_at FROM entities WHERE part = 0"):
             scope = self._scopes[scope_id]
             self._sink.add(ENTITY, (uid, scope.tenant, scope_id, entity_id, name, kind, json.loads(aliases),
                                     recorded_at))
         for row in self._db.execute("SELECT uid, id, kind, authority, publisher, uri, title, meta, available_by, "
-                                    "scope, recorded_at FROM sources"):
+                                    "scope, recorded_at FROM sources WHERE part = 0"):
             scope, source = self._scopes[row[9]], _source(row)
             p = facts.source_params(scope, source)
             self._sink.add(SOURCE, (p["uid"], p["tenant"], p["scope"], p["id"], p["kind"], p["authority"],
                                     p["rank"], p["publisher"], p["uri"], p["title"], p["meta"],
                                     source.available_by.isoformat(), row[10]))
         for uid, scope_id, kind, ident, digest_, report, recorded_at in self._db.execute(
-                "SELECT uid, scope, kind, id, digest, report, recorded_at FROM marks"):
+                "SELECT uid, scope, kind, id, digest, report, recorded_at FROM marks WHERE part = 0"):
             self._sink.add(LOAD_MARK, (uid, self._scopes[scope_id].tenant, scope_id, kind, ident, digest_, report,
                                        recorded_at))
         if clocks:
@@ -366,8 +390,16 @@ class Build:
             time.sleep(max(0.0, ahead))
             for tenant, last in self._clocks.items():
                 self._sink.add(CLOCK, (tenant, last, True))
-        self._db.close()
+        self.close()
         return self.totals
+
+    def close(self) -> None:
+        """Close the spool, what it holds kept on disk (a part's is read by its whole
+        build: ``take``). ``finish`` closes it; a build given up on is closed with this."""
+        if self._open:
+            self._db.commit()
+            self._db.close()
+            self._open = False
 
     def entity(self, uid: str) -> tuple[Scope, Entity]:
         scope_id, entity_id, name, kind, aliases = self._db.execute(

@@ -17,8 +17,9 @@ makes that deterministic and equal to one process:
 
 * the clock: the build reserves :data:`STRIDE` microseconds of its clock per company, in
   the universe's order, and a company's transactions take its own (at most
-  ``STRIDE - 1`` of them: filings); recorded_at keeps the online order, and its ranks
-  are what the equality tests compare;
+  ``STRIDE - 1`` of them: its entity, filings and load mark; a company with more is
+  left out whole, its report says why); recorded_at keeps the online order, and its
+  ranks are what the equality tests compare;
 * combined filings (:mod:`.edgar`): whether a company's accession was recorded by
   another company first is a question about the companies before it. A process of its
   own answers "no"; the part is taken only if the companies before it agree (the usual
@@ -27,7 +28,11 @@ makes that deterministic and equal to one process:
   far, and a part that needs another shape is made again here, where the database is.
 
 Nothing else is shared between companies: a company's keys, entity, load marks and
-sources (a combined filing's included) are its own.
+sources (a combined filing's included) are its own. A universe goes into a scope the
+build holds nothing in (what the build holds is not in the processes), and the build
+takes each part's entities, sources and marks, so that its later calls see them.
+A company whose keys the build's rule cannot decide is left out whole, reported failed
+(one process used to stop the whole build there).
 """
 
 from __future__ import annotations
@@ -35,11 +40,11 @@ from __future__ import annotations
 import datetime as dt
 import multiprocessing
 import shutil
-import sqlite3
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,8 +61,7 @@ from .quarantine import Quarantined, Sink
 from .spool import clean_stale
 from .universe import Company, Document, Skipped
 
-STRIDE = 4096  # microseconds of the build's clock per company: at most 4,095 transactions (filings)
-_LOOKUP = 500  # uids per SELECT (SQLite allows 999 parameters at the least)
+STRIDE = 4096  # microseconds of the build's clock per company: 4,095 transactions (4,093 filings)
 
 Publishers = Callable[[Scope, list[str]], dict[str, str]]
 
@@ -113,6 +117,9 @@ def load(build: Build, scope: Scope, companies: Iterable[Company], *, quarantine
     the same build either way."""
     started = time.monotonic()
     scope = build.scope(scope)
+    if build.holds(scope):
+        raise InputError(f"scope {scope.id!r}", "holds entities, sources or load marks in this build already: an "
+                         "offline build loads a universe into a scope it holds nothing in")
     clean_stale()
     companies = list(companies)
     ticks = build.reserve(len(companies) * STRIDE)
@@ -151,31 +158,38 @@ class _Part:
     report: edgar.CompanyReport
     quarantined: list[Quarantined]
     files: ImportInput | None
+    spool: Path  # its entities, sources and load marks
     clocks: dict[str, str]
     scopes: dict[str, Scope]
     totals: Totals
     asked: dict[str, str | None]  # the publishers it asked for, and what it was told
-    published: dict[str, str]  # the sources it recorded, with their publishers
 
 
 def _part(task: _Task, templates: Templates, prior: Publishers | None) -> _Part:
-    """Build one company (as ``edgar.load_company`` loads it) into a part of its own."""
+    """Build one company (as ``edgar.load_company`` loads it) into a part of its own.
+
+    A company that failed after some filings keeps them, decided uncounted, as online. A
+    company whose keys the build's rule cannot decide, or with more transactions than its
+    ticks, is left out whole: nothing of it is written, and its report says why."""
     csv = GraphCsv(task.folder / "csv")
     build = Build(task.folder / "spool", csv, templates, now=task.start, ticks=task.ticks)
-    store = Offline(build, prior)
-    quarantined: list[Quarantined] = []
-    report = edgar.load_company(store, task.scope, task.company, quarantine=quarantined.append)
-    published: dict[str, str] = {}
     try:
-        build.flush()  # a company that failed after some filings: they are decided, uncounted, as online
-        published = build.recorded_publishers()
-        build.finish(clocks=False)
-        files: ImportInput | None = csv.close()
-    except InputError as exc:  # keys the build's rule cannot decide: the company is left out whole
-        report = report.model_copy(update={"status": "failed", "error": str(exc)})
+        store = Offline(build, prior)
+        quarantined: list[Quarantined] = []
+        report = edgar.load_company(store, task.scope, task.company, quarantine=quarantined.append)
+        try:
+            if build.overflowed:
+                raise InputError(report.file, report.error or "more transactions than a company's ticks")
+            build.finish(clocks=False)
+            files: ImportInput | None = csv.close()
+        except InputError as exc:
+            report = report.model_copy(update={"status": "failed", "error": f"left out whole: {exc}"})
+            files = None
+        return _Part(report, quarantined, files, task.folder / "spool", build.clocks, build.scopes, build.totals,
+                     store.asked)
+    finally:
         csv.close()
-        files = None
-    return _Part(report, quarantined, files, build.clocks, build.scopes, build.totals, store.asked, published)
+        build.close()
 
 
 def _work(task: _Task) -> _Part | None:
@@ -188,23 +202,17 @@ def _work(task: _Task) -> _Part | None:
 
 
 class _Parts:
-    """The parts of one universe build, made in order (or in processes of their own and
-    taken in order), and what the companies taken so far recorded as their sources."""
+    """The parts of one universe build: made in order here, or in processes of their own
+    and taken in order."""
 
     def __init__(self, build: Build, scope: Scope):
         self._build, self._scope = build, scope
         self._folder = build.folder / "parts"
-        self._folder.mkdir(parents=True, exist_ok=True)
-        self._published = sqlite3.connect(self._folder / "published.sqlite3")
-        self._published.executescript("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; "
-                                      "CREATE TABLE published (uid TEXT PRIMARY KEY, publisher TEXT NOT NULL) "
-                                      "WITHOUT ROWID;")
 
     def __enter__(self) -> _Parts:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._published.close()
         shutil.rmtree(self._folder, ignore_errors=True)
 
     def made(self, companies: list[Company], ticks: range, workers: int) -> Iterator[_Part]:
@@ -216,48 +224,50 @@ class _Parts:
             return
         first = next(tasks)  # made here: it probes the templates the others will mostly need
         yield self._take(first, self._here(first))
-        window: deque[tuple[_Task, Future[_Part | None]]] = deque()
-        with ProcessPoolExecutor(min(workers, len(companies)), mp_context=multiprocessing.get_context("spawn")
-                                 ) as pool:
+        window: deque[tuple[_Task, Future[_Part | None] | None]] = deque()
+        pool = ProcessPoolExecutor(min(workers, len(companies)), mp_context=multiprocessing.get_context("spawn"))
+        try:
             for task in tasks:
-                window.append((task, pool.submit(_work, task)))
+                window.append((task, self._submit(pool, task)))
                 if len(window) > 2 * workers:  # parts waiting to be taken: bounded
                     yield self._settle(*window.popleft())
             while window:
                 yield self._settle(*window.popleft())
+        finally:
+            pool.shutdown(cancel_futures=True)
 
     def _task(self, n: int, company: Company, ticks: range) -> _Task:
         own = range(ticks.start + n * STRIDE, ticks.start + (n + 1) * STRIDE)
         return _Task(company, self._scope, self._build.start, own, self._folder / str(n),
                      self._build.templates.probed)
 
-    def _settle(self, task: _Task, made: Future[_Part | None]) -> _Part:
+    @staticmethod
+    def _submit(pool: ProcessPoolExecutor, task: _Task) -> Future[_Part | None] | None:
+        try:
+            return pool.submit(_work, task)
+        except BrokenProcessPool:  # a worker died (killed, out of memory): the rest are made here
+            return None
+
+    def _settle(self, task: _Task, made: Future[_Part | None] | None) -> _Part:
         """A part from a process of its own, taken if what it was told about the companies
-        before it holds, and made again here if not (or if it needs a template)."""
-        part = made.result()
-        if isinstance(part, _Part) and self._publishers(self._scope, list(part.asked)) == {
+        before it holds; made again here if not, if it needs a template, or if its process
+        failed (a worker killed, an archive that cannot be opened there)."""
+        try:
+            part = made.result() if made is not None else None
+        except Exception:  # noqa: BLE001 - made again here, where an error of its own is raised or reported
+            part = None
+        if part is not None and self._build.publishers(self._scope, list(part.asked)) == {
                 uid: publisher for uid, publisher in part.asked.items() if publisher is not None}:
             return self._take(task, part)
         shutil.rmtree(task.folder, ignore_errors=True)
         return self._take(task, self._here(task))
 
     def _here(self, task: _Task) -> _Part:
-        return _part(task, self._build.templates, self._publishers)
-
-    def _publishers(self, scope: Scope, uids: list[str]) -> dict[str, str]:
-        """The publishers of these sources, as recorded by the companies taken so far (or by
-        the build itself, before the universe)."""
-        found = self._build.publishers(scope, uids)
-        for start in range(0, len(uids), _LOOKUP):
-            part = uids[start:start + _LOOKUP]
-            found.update(self._published.execute(
-                f"SELECT uid, publisher FROM published WHERE uid IN ({', '.join('?' * len(part))})", part))
-        return found
+        return _part(task, self._build.templates, self._build.publishers)
 
     def _take(self, task: _Task, part: _Part) -> _Part:
         if part.files is not None:
-            self._build.take(part.files, part.clocks, part.scopes, part.totals)
-            self._published.executemany("INSERT OR IGNORE INTO published VALUES (?, ?)", part.published.items())
+            self._build.take(part.files, part.spool, part.clocks, part.scopes, part.totals)
         shutil.rmtree(task.folder, ignore_errors=True)
         return part
 

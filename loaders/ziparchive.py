@@ -24,6 +24,7 @@ as it reports a file.
 from __future__ import annotations
 
 import io
+import os
 import struct
 import threading
 import zlib
@@ -92,10 +93,11 @@ class Archive:
             self._file.close()
             raise
 
-    def __reduce__(self) -> tuple[Any, tuple[str]]:
-        """Pickled as its path: a process that unpickles it opens the archive itself, once
-        (a universe's companies built in processes of their own, .bootstrap)."""
-        return _opened, (self.path,)
+    def __reduce__(self) -> tuple[Any, tuple[str, tuple[int, int, int]]]:
+        """Pickled as its path and file identity: a process that unpickles it opens the
+        archive itself, once (a universe's companies built in processes of their own,
+        .bootstrap), and refuses a file replaced meanwhile."""
+        return _opened, (self.path, _identity(self._file.fileno()))
 
     def __enter__(self) -> Archive:
         return self
@@ -307,8 +309,15 @@ class _MemberStream(io.RawIOBase):
 _OPENED: dict[str, Archive] = {}  # this process's archives opened by unpickling, by path
 
 
-def _opened(path: str) -> Archive:
+def _identity(fd: int) -> tuple[int, int, int]:
+    stat = os.fstat(fd)
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
+def _opened(path: str, identity: tuple[int, int, int]) -> Archive:
     found = _OPENED.get(path)
     if found is None:
         found = _OPENED[path] = Archive(path)
+    if _identity(found._file.fileno()) != tuple(identity):
+        raise ArchiveError(path, "was replaced while it was being read")
     return found

@@ -228,7 +228,7 @@ def _combined(folder: Path, cik: int, rows: list[dict]) -> None:
 
 def _built_universe(folder: Path, templates: Templates, inputs: list[Path], workers: int):
     """A universe built as bootstrap edgar builds it (no importer): the report, the
-    quarantined rows, and each importer file's lines, sorted (parts come in any order)."""
+    quarantined rows, and each importer file's text."""
     csv = GraphCsv(folder / "csv")
     build = Build(folder / "spool", csv, templates, now=DAY0)
     with universe.discover(inputs) as found, Collect() as quarantined:
@@ -236,28 +236,62 @@ def _built_universe(folder: Path, templates: Templates, inputs: list[Path], work
                              workers=workers)
     build.finish()
     files = csv.close()
-    lines = {name: sorted((files.folder / name).read_text().splitlines()) for name in files.rows}
-    return [c.model_dump(exclude={"seconds"}) for c in report.companies], quarantined.records, lines
+    texts = {name: (files.folder / name).read_text() for name in files.rows}
+    return [c.model_dump(exclude={"seconds"}) for c in report.companies], quarantined.records, texts
 
 
-def test_a_universe_built_in_processes_of_their_own_equals_one_built_in_one(tmp_path, templates):
-    """Two processes build what one builds, byte for byte: the clock, the quarantine, and a
-    combined filing whose second company's part (made where its processes could not see
-    the first company) is made again."""
+def _two_companies(folder: Path) -> Path:
+    """Two companies with a combined filing (the second has two filings)."""
+    row = {"end": "2023-12-31", "accn": COMBINED, "fy": 2023, "fp": "FY", "form": "10-K", "filed": "2024-02-01"}
+    _combined(folder, 9200001, [{**row, "val": 100}])
+    _combined(folder, 9200002, [{**row, "val": 40}, {**row, "val": 41, "accn": "0009200002-24-000009",
+                                                     "form": "10-Q", "filed": "2024-05-01"}])
+    return folder
+
+
+def _inputs(tmp_path: Path) -> list[Path]:
+    """The synthetic universe, then the two companies."""
     written = SYNTHETIC.write_zips(tmp_path / "synthetic")
-    combined = "0009200001-24-000001"
-    row = {"end": "2023-12-31", "accn": combined, "fy": 2023, "fp": "FY", "form": "10-K", "filed": "2024-02-01"}
-    _combined(tmp_path / "more", 9200001, [{**row, "val": 100}])
-    _combined(tmp_path / "more", 9200002, [{**row, "val": 40}, {**row, "val": 41, "accn": "0009200002-24-000009",
-                                                                "form": "10-Q", "filed": "2024-05-01"}])
-    inputs = [written["companyfacts"], written["submissions"], tmp_path / "more"]
-    one = _built_universe(tmp_path / "one", templates, inputs, workers=1)
-    two = _built_universe(tmp_path / "two", templates, inputs, workers=2)
+    return [written["companyfacts"], written["submissions"], _two_companies(tmp_path / "more")]
+
+
+COMBINED = "0009200001-24-000001"
+
+
+def test_a_universe_built_in_processes_of_their_own_equals_one_built_in_one(migrated, tmp_path):
+    """Two processes build what one builds, byte for byte: the clock, the quarantine, the
+    templates (each build probes its own: the workers start with the first company's), and
+    a combined filing whose second company's part (made where its process could not see
+    the first company) is made again."""
+    inputs = _inputs(tmp_path)
+    with migrated.connect() as mem:
+        one = _built_universe(tmp_path / "one", Templates(lambda: mem.db), inputs, workers=1)
+        two = _built_universe(tmp_path / "two", Templates(lambda: mem.db), inputs, workers=2)
     assert one == two
-    reports, quarantined, lines = two
+    reports, quarantined, texts = two
     assert [r["status"] for r in reports] == ["loaded"] * (SYNTHETIC.companies + 2) and quarantined
-    assert sum(f"{combined}:cik:9200002" in line for line in lines["sources.csv"]) == 1
-    assert len(lines["clocks.csv"]) == 2  # one tenant's, after the header
+    assert texts["sources.csv"].count(f"{COMBINED}:cik:9200002") == 1
+    assert len(texts["clocks.csv"].splitlines()) == 2  # one tenant's, after the header
+
+
+def test_a_company_past_its_ticks_is_left_out_whole_and_the_build_sees_what_parts_wrote(
+        tmp_path, templates, monkeypatch):
+    monkeypatch.setattr(loader, "STRIDE", 4)  # three transactions a company: an entity, a filing, a mark
+    csv = GraphCsv(tmp_path / "csv")
+    build, scope = Build(tmp_path / "spool", csv, templates, now=DAY0), Scope(tenant="t")
+    with universe.discover([_two_companies(tmp_path / "more")]) as found:
+        report = loader.load(build, scope, universe.select(found), workers=2)
+    first, second = report.companies
+    assert first.status == "loaded" and second.status == "failed"
+    assert "left out whole" in second.error and "more than 3 transactions" in second.error
+    with pytest.raises(InputError, match="holds entities, sources or load marks in this build already"):
+        loader.load(build, scope, [])
+    with pytest.raises(InputError, match="already written"):  # the part's entity, flushed, seen by the build
+        build.record(scope, sources=[_source("s9", "cik:9200001", 0)], items=[_fact("cik:9200001", 1, "s9")])
+    build.finish()
+    files = csv.close()
+    text = "".join((files.folder / name).read_text() for name in files.rows)
+    assert "cik:9200001" in text and "9200002" not in text
 
 
 # ---------------------------------------------------------------- the pieces
