@@ -132,10 +132,10 @@ class Build:
     start (tests); by default it is the moment the build starts.
 
     A build can be made in parts (graphmem.loaders.bootstrap: a company each, in
-    processes of their own): the whole build :meth:`reserve` s ticks of its clock, a
-    part is a Build with the same ``now`` whose transactions take ``ticks`` (a range of
-    that reservation; more transactions than it holds are refused), and the whole build
-    :meth:`take` s each part's files and clocks.
+    processes of their own): the whole build reserves ticks of its clock
+    (:meth:`reserve`), a part is a Build with the same ``now`` whose transactions take
+    ``ticks`` (a range of that reservation; more transactions than it holds are
+    refused), and the whole build takes each finished part (:meth:`take`).
     """
 
     def __init__(self, folder: Path, sink: Sink, templates: Templates, now: dt.datetime | None = None,
