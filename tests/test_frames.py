@@ -111,6 +111,22 @@ def test_a_value_that_does_not_fit_the_decimal_column_asks_for_floats():
         frames.to_arrow(["not a result"])
 
 
+def test_a_table_names_the_row_whose_value_does_not_fit(world):
+    """Arrow checks a decimal column whole; the row it refuses is then named."""
+    mem, scope = world
+    versions = mem.history(scope, entity="cik:1", attribute="us-gaap:Revenues")
+    assert frames.to_arrow(versions).column("value").to_pylist() == [v.value for v in versions]
+    tiny = [versions[0], versions[1].model_copy(update={"value": Decimal("1e-11")})]
+    with pytest.raises(InputError) as info:
+        frames.to_arrow(tiny)
+    assert info.value.where == "versions[1]" and "decimals='float'" in info.value.reason
+    assert frames.to_arrow(tiny, decimals="float").column("value").to_pylist()[1] == 1e-11
+    huge = tiny[1].model_copy(update={"value": Decimal("1e28")})
+    with pytest.raises(InputError) as info:
+        frames.to_arrow([huge])
+    assert info.value.where == "versions[0]"
+
+
 def test_the_panel_command_writes_parquet(world, migrated, tmp_path):
     mem, scope = world
     environ = env(migrated)
