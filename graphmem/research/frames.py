@@ -21,15 +21,13 @@ answer) or a history's versions (one row per version). Columns, typed:
 from __future__ import annotations
 
 import datetime as dt
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from decimal import Decimal, InvalidOperation, localcontext
 from importlib import import_module
 from typing import Any
 
 from ..errors import InputError
 from ..models import Answer, FactVersion, Screen
+from . import collector
 
 PRECISION, SCALE = 38, 10
 _QUANTUM = Decimal(1).scaleb(-SCALE)
@@ -146,7 +144,7 @@ def to_arrow(result: Any, *, decimals: str = "decimal") -> Any:
     if decimals not in ("decimal", "float"):
         raise InputError("decimals", f"must be 'decimal' or 'float'; got {decimals!r}")
     pa = _need("pyarrow")
-    with _collector_paused():
+    with collector.paused():  # see graphmem/research/collector.py
         rows, kind, extra = _rows(result, pa)
         schema = _schema(pa, decimals, extra)
         columns = zip(*rows, strict=True) if rows else ([] for _ in schema.names)
@@ -159,21 +157,6 @@ def to_arrow(result: Any, *, decimals: str = "decimal") -> Any:
                 arrays.append(pa.array(values, schema.field(name).type))
         return pa.Table.from_arrays(arrays, schema=schema)
 
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off while a table is built, back as it was after.
-    The build allocates a few containers per row, none in a cycle (reference counting
-    frees them), and each of the collector's full passes walks every object of the result
-    being converted - 900,000 for a panel of 80,000 cells, whose conversion took twice
-    as long with the collector on."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def to_pandas(result: Any, *, decimals: str = "decimal") -> Any:

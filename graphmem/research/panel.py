@@ -55,6 +55,7 @@ from ..db import Tx
 from ..errors import InputError
 from ..models import Answer, Explain, FactValue, Period, _Model, _Tabular
 from ..values import epoch, from_micros
+from . import collector
 
 LATEST: dict[str, tuple[int, int] | None] = {
     "quarter": screening.QUARTER_DAYS, "year": screening.YEAR_DAYS, "instant": None}
@@ -343,12 +344,13 @@ def _cell(answer: Answer, frame: str | None, cutoff: dt.datetime) -> PanelCell:
     answer = answer if answer.cutoff == cutoff else answer.model_copy(update={"cutoff": cutoff})
     shown = screening._shown(answer)
     v = answer.version
-    return PanelCell(entity=answer.entity, frame=frame, cutoff=cutoff, status=answer.status, answer=answer,
-                     value=v.value if v else None, unit=shown[0].unit if shown else None,
-                     period=shown[0].period if shown else None,
-                     available_by=max((x.available_by for x in shown), default=None),
-                     filings=tuple(dict.fromkeys(e.source_id for x in shown for e in x.sources)),
-                     version_id=v.version_id if v else None)
+    return PanelCell.model_construct(  # every field from a validated Answer
+        entity=answer.entity, frame=frame, cutoff=cutoff, status=answer.status, answer=answer,
+        value=v.value if v else None, unit=shown[0].unit if shown else None,
+        period=shown[0].period if shown else None,
+        available_by=max((x.available_by for x in shown), default=None),
+        filings=tuple(dict.fromkeys(e.source_id for x in shown for e in x.sources)),
+        version_id=v.version_id if v else None)
 
 
 Chosen = list[tuple[PanelCell, "_Key | None"]]  # each cell and the key that answers it
@@ -439,7 +441,13 @@ def _first_reported(tx: Tx, scope: Any, p: _Plan, chosen: Chosen) -> list[PanelC
 
 
 def panel(tx: Tx, scope: Any, q: Query) -> Panel:
-    """A point-in-time panel (see the module docstring)."""
+    """A point-in-time panel (see the module docstring), built with Python's cyclic
+    collector paused (graphmem/research/collector.py: a quarter of a large panel's time)."""
+    with collector.paused():
+        return _panel(tx, scope, q)
+
+
+def _panel(tx: Tx, scope: Any, q: Query) -> Panel:
     row = tx.one("panel.keys", q=q.params(), **facts.scope_params(scope))
     assert row is not None  # the statement always returns its one row
     p = plan(q, row)

@@ -1,0 +1,41 @@
+"""Python's cyclic garbage collector paused while a large result is built.
+
+A panel of 80,000 cells is some 900,000 Python objects, built a few at a time. Every
+full pass of the cyclic collector walks all of them, and the passes come more often
+the larger the heap grows: measured on the 2,000-company panel, eleven full passes
+took 5.6 s of a 30 s panel, and converting that panel to pandas took twice as long
+with the collector on. The objects built are plain containers that reference
+counting frees; none forms a cycle that needs the collector. So the build runs with
+the collector off, and it is switched back on (if it was on) when the last build
+running in the process ends - a thread's build never turns it on under another's.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+_lock = threading.Lock()
+_builds = 0
+_was_enabled = False
+
+
+@contextmanager
+def paused() -> Iterator[None]:
+    """The collector off for the ``with`` block (nested and concurrent blocks share one
+    pause); its state before the first block is restored after the last one."""
+    global _builds, _was_enabled
+    with _lock:
+        if _builds == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _builds += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _builds -= 1
+            if _builds == 0 and _was_enabled:
+                gc.enable()

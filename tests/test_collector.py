@@ -1,0 +1,53 @@
+"""The cyclic collector's pause around large builds (graphmem/research/collector.py):
+whatever happens inside, the process's collector is left as it was found."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import pytest
+
+from graphmem.research import collector
+
+
+@pytest.fixture
+def restore_gc():
+    was = gc.isenabled()
+    yield
+    (gc.enable if was else gc.disable)()
+
+
+def test_the_collector_is_off_inside_and_back_on_after_even_on_an_error(restore_gc):
+    gc.enable()
+    with pytest.raises(RuntimeError), collector.paused():
+        assert not gc.isenabled()
+        raise RuntimeError("a build that fails")
+    assert gc.isenabled()
+
+
+def test_a_collector_the_caller_had_switched_off_stays_off(restore_gc):
+    gc.disable()
+    with collector.paused():
+        pass
+    assert not gc.isenabled()
+
+
+def test_a_build_ending_never_turns_the_collector_on_under_another_running_build(restore_gc):
+    gc.enable()
+    inside, release = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with collector.paused():
+            inside.set()
+            release.wait(10)
+
+    worker = threading.Thread(target=other)
+    worker.start()
+    assert inside.wait(10)
+    with collector.paused():
+        pass
+    assert not gc.isenabled()  # the other build is still running
+    release.set()
+    worker.join(10)
+    assert gc.isenabled()
