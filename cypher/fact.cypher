@@ -243,7 +243,7 @@ WITH r, C, K, k, best, final, values, early, tallied, removed,
 RETURN r.i AS i, CASE WHEN NOT $brief THEN K.epochSeconds * 1000000 + K.nanosecond / 1000 END AS known_at,
        CASE WHEN NOT $brief THEN C.epochSeconds * 1000000 + C.nanosecond / 1000 END AS cutoff,
        CASE WHEN NOT $brief THEN k {.uid, .entity, .attribute, .unit, .definition, .period,
-                                    .period_start, .period_end, .revision} END AS key,
+                                    .revision} END AS key,
        CASE size(values) WHEN 0 THEN 'not_found' WHEN 1 THEN 'active' ELSE 'conflicted' END AS status,
        // only what an answer shows of each candidate
        COLLECT {
@@ -429,8 +429,7 @@ RETURN count(f) AS added
 UNWIND $version_ids AS vid
 MATCH (f:Fact {version_id: vid})-[:VERSION_OF]->(k:FactKey)
 WHERE f.tenant = $tenant AND f.scope = $scope
-RETURN k {.uid, .entity, .attribute, .unit, .definition, .period, .period_start, .period_end,
-          .revision} AS key,
+RETURN k {.uid, .entity, .attribute, .unit, .definition, .period, .revision} AS key,
        f {.version_id, .value, .value_type, .revision,
           available_by: f.available_by.epochSeconds * 1000000 + f.available_by.nanosecond / 1000,
           recorded_at: f.recorded_at.epochSeconds * 1000000 + f.recorded_at.nanosecond / 1000,

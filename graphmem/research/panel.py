@@ -344,7 +344,7 @@ def _cell(answer: Answer, frame: str | None, cutoff: dt.datetime) -> PanelCell:
     answer = answer if answer.cutoff == cutoff else answer.model_copy(update={"cutoff": cutoff})
     shown = screening._shown(answer)
     v = answer.version
-    return PanelCell.model_construct(  # every field from a validated Answer
+    return PanelCell(
         entity=answer.entity, frame=frame, cutoff=cutoff, status=answer.status, answer=answer,
         value=v.value if v else None, unit=shown[0].unit if shown else None,
         period=shown[0].period if shown else None,
@@ -378,27 +378,54 @@ def _frames_cells(tx: Tx, scope: Any, p: _Plan) -> Chosen:
             for c in _choose(p, n, s, p.universes[n])]
 
 
+@dataclass
+class _Frames:
+    """One entity's keys by frame, and its frames in the order their first key became
+    public: the frames with a public key at a cutoff are a prefix of that order."""
+
+    keys: dict[str, list[_Key]]
+    firsts: list[int]  # each frame's first public point, ascending
+    order: list[str]  # the frames, in that order
+    latest_first: dict[int, list[str]] = field(default_factory=dict)  # prefix length -> frames
+
+    @classmethod
+    def of(cls, keys: Iterable[_Key]) -> _Frames:
+        by_frame: dict[str, list[_Key]] = {}
+        for k in keys:
+            by_frame.setdefault(k.frames[0], []).append(k)
+        firsts = sorted((min(k.points[0] for k in ks if k.points), f)
+                        for f, ks in by_frame.items() if any(k.points for k in ks))
+        return cls(by_frame, [m for m, _ in firsts], [f for _, f in firsts])
+
+    def public(self, cutoff: int) -> list[str]:
+        """The frames with a key public by ``cutoff``, latest first."""
+        j = bisect.bisect_right(self.firsts, cutoff)
+        if j not in self.latest_first:
+            self.latest_first[j] = sorted(self.order[:j], key=frame_end, reverse=True)
+        return self.latest_first[j]
+
+    def public_keys(self, frame: str, cutoff: int) -> list[_Key]:
+        return [k for k in self.keys[frame] if k.public(cutoff)]
+
+
 def _latest_cells(tx: Tx, scope: Any, p: _Plan) -> Chosen:
     """Each (cutoff, entity)'s cell in its latest frame with a candidate. A key with no
     evidence public by the cutoff cannot be one, so only the latest frame holding a
     public key is read first; an entity whose keys there all read not_found (retracted,
     invalidated, below the requirement) tries its next frame in the next round."""
-    todo = {}
-    for n, m in enumerate(p.micros):
-        for e in p.universes[n]:
-            frames = {k.frames[0] for k in p.keys.get(e, ()) if k.public(m)}
-            todo[(e, n)] = sorted(frames, key=frame_end, reverse=True)
+    index = {e: _Frames.of(keys) for e, keys in p.keys.items()}
+    nothing = _Frames.of(())
+    todo = {(e, n): index.get(e, nothing).public(m) for n, m in enumerate(p.micros) for e in p.universes[n]}
     found: dict[tuple[str, int], str | None] = {}
     while todo:
         for (e, n), frames in todo.items():
-            for k in p.keys.get(e, ()) if frames else ():
-                if k.frames[0] == frames[0] and k.public(p.micros[n]):
-                    p.need(k, n)
+            for k in index[e].public_keys(frames[0], p.micros[n]) if frames else ():
+                p.need(k, n)
         p.read(tx, scope)
         rest = {}
         for (e, n), frames in todo.items():
-            if frames and any(p.at(k, n).status != "not_found" for k in p.keys.get(e, ())
-                              if k.frames[0] == frames[0] and k.public(p.micros[n])):
+            if frames and any(p.at(k, n).status != "not_found"
+                              for k in index[e].public_keys(frames[0], p.micros[n])):
                 found[(e, n)] = frames[0]
             elif len(frames) > 1:
                 rest[(e, n)] = frames[1:]
