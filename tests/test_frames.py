@@ -125,6 +125,14 @@ def test_a_table_names_the_row_whose_value_does_not_fit(world):
     with pytest.raises(InputError) as info:
         frames.to_arrow([huge])
     assert info.value.where == "versions[0]"
+    # 39 digits with 11 after the point: Arrow alone wraps it around 128 bits, unreported
+    wraps = tiny[1].model_copy(update={"value": Decimal("4000000000000000000000000000.00000000006")})
+    with pytest.raises(InputError) as info:
+        frames.to_arrow([versions[0], wraps])
+    assert info.value.where == "versions[1]"
+    # more digits than the column, but only zeros past its scale: the value fits exactly
+    zeros = tiny[1].model_copy(update={"value": Decimal("1." + "0" * 40)})
+    assert frames.to_arrow([zeros]).column("value").to_pylist() == [Decimal(1)]
 
 
 def test_the_panel_command_writes_parquet(world, migrated, tmp_path):

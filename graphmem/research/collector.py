@@ -8,6 +8,9 @@ with the collector on. The objects built are plain containers that reference
 counting frees; none forms a cycle that needs the collector. So the build runs with
 the collector off, and it is switched back on (if it was on) when the last build
 running in the process ends - a thread's build never turns it on under another's.
+The pause is process-wide and lasts the whole build, database round trips included
+(25 s for that panel): in a server (the web view, MCP) other requests run without it
+meanwhile, and a ``gc.disable()`` made by other code during a build is undone at its end.
 """
 
 from __future__ import annotations

@@ -70,19 +70,24 @@ def _number(value: Any, decimals: str, where: str) -> Any:
     return exact
 
 
+def _exact_in_arrow(value: Decimal) -> bool:
+    """Whether Arrow converts ``value`` to ``decimal128(38, 10)`` exactly: at most 10
+    digits after the point and at most 28 before it. Outside that, Arrow is not to be
+    trusted: a value of 39 digits or more can wrap around 128 bits, unreported."""
+    return value.is_finite() and value.as_tuple().exponent >= -SCALE and value.adjusted() < PRECISION - SCALE
+
+
 def _numbers(pa: Any, values: list[Any], decimals: str, where: str) -> Any:
-    """A number column. Arrow converts and checks a whole decimal column at once (it
-    refuses a value it would round or overflow), in a fraction of the time a check per
-    value takes; only when it refuses is each value checked, to name the one at fault."""
+    """A number column. A decimal column whose values all pass ``_exact_in_arrow`` (the
+    usual one) goes to Arrow as it is, in a fraction of the time a check per value
+    takes; any other is quantized value by value, which refuses, naming its row, a
+    value the column would not hold exactly."""
     if decimals == "float":
         return pa.array([_number(v, decimals, where) for v in values], pa.float64())
     numbers = [v if isinstance(v, Decimal) else None for v in values]
-    try:
-        return pa.array(numbers, pa.decimal128(PRECISION, SCALE))
-    except (pa.ArrowInvalid, OverflowError):
-        for n, v in enumerate(numbers):
-            _number(v, decimals, where.format(n))
-        raise
+    if not all(v is None or _exact_in_arrow(v) for v in numbers):
+        numbers = [_number(v, decimals, where.format(n)) for n, v in enumerate(numbers)]
+    return pa.array(numbers, pa.decimal128(PRECISION, SCALE))
 
 
 def _text(value: Any) -> str | None:
