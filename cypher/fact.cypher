@@ -27,7 +27,8 @@
 // that could be kept: an index walk from the cutoff backwards that stops at the first
 // one (skipping only evidence that is not live, or on versions whose strongest evidence
 // is not live), then the evidence at exactly that time (ties), then the resolutions of
-// those few versions.
+// those few versions. A key with a short history (DESIGN.md, "Reading a key with a
+// short history") takes a shorter plan of the same rule: one pass over its evidence.
 //
 // `explain` is exact without visiting every version: the key counts its versions by
 // top (k.tiers), and a version that was never invalidated, erased or evidenced by a
@@ -65,7 +66,76 @@ CALL (r) {
 }
 WITH r, K, k
 WHERE k.tenant = $tenant AND k.scope = $scope
-WITH r, r.cutoff AS C, K, k, [x IN k.feeds | {top: toInteger(left(x, 1)), publisher: substring(x, 1)}] AS feeds
+// A key with a short history (at most 16 writes: versions and evidence), one publisher
+// alone behind it and no version flagged, read after its last write with no kinds
+// required - most keys, most reads - takes the short rule below; every other read the
+// full one (also a key whose fields are missing: the coalesce).
+WITH r, r.cutoff AS C, K, k,
+     coalesce(NOT $brief AND $kinds IS NULL AND r.idem IS NULL AND K >= k.written_at
+              AND k.revision <= 16 AND size(k.flagged) = 0
+              AND all(x IN k.feeds WHERE substring(x, 1) = substring(k.feeds[0], 1)), false) AS short
+CALL (r, C, K, k, short) {
+// The short rule. Nothing of such a key is recorded after K, erased, invalidated or
+// evidenced by a retracted source, so a version's evidence is live when it is public by
+// C, and meets the requirement when its source's rank does; the one publisher's latest
+// such evidence among the versions of the best rank decides, as in the full rule
+// (step 3), so each version's rank and latest evidence are read in one pass over the
+// key's evidence public by C. Its explain: a version not public by C was removed by the
+// cutoff (its available_by is its earliest evidence's), one with no evidence of the
+// required rank by `evidence`, a weaker one `outranked`, the others of the best rank
+// not kept `superseded`.
+WITH r, C, K, k, short
+WHERE short
+CALL (k, C) {
+  MATCH (k)<-[:VERSION_OF]-(f:Fact)-[e:EVIDENCED_BY]->(s:Source)
+  WHERE e.available_by <= C
+  WITH f, CASE WHEN s.authority_rank >= $min_rank THEN s.authority_rank ELSE 0 END AS rank, e
+  WITH f, max(rank) AS rank, max(CASE WHEN rank > 0 THEN e.available_by END) AS last
+  RETURN collect({f: f, rank: rank, last: last}) AS public
+}
+WITH r, C, K, k, public, reduce(b = 0, x IN public | CASE WHEN x.rank > b THEN x.rank ELSE b END) AS best
+WITH r, C, K, k, public, best,
+     reduce(m = null, x IN public |
+       CASE WHEN best > 0 AND x.rank = best AND (m IS NULL OR x.last > m) THEN x.last ELSE m END) AS at
+WITH r, C, K, k, public, best,
+     [x IN public WHERE best > 0 AND x.rank = best AND x.last = at | x.f] AS held
+WITH r, C, K, k, public, best, [f IN held WHERE
+       // include: fact.unsettled $version=f $rank=best $flagged=k.flagged
+     ] AS final
+WITH r, C, K, k, public, best, final,
+     // include: fact.values $versions=final
+     AS values
+RETURN
+  // include: fact.status $values=values
+  AS status,
+  [f IN final | {f:
+     // include: fact.shown_version $version=f
+   , live: COLLECT {
+       MATCH (f)-[e:EVIDENCED_BY]->(s:Source)
+       WHERE e.available_by <= C AND s.authority_rank >= $min_rank
+       RETURN
+         // include: fact.shown_evidence $edge=e $source=s
+     }, rank: best}] AS candidates,
+  {versions: COUNT { (k)<-[:VERSION_OF]-() }, known_at: 0, erased: 0,
+   cutoff: COUNT { (k)<-[:VERSION_OF]-() } - size(public), invalidated: 0, retracted: 0,
+   evidence: size([x IN public WHERE x.rank = 0]),
+   outranked: size([x IN public WHERE x.rank > 0 AND x.rank < best]),
+   superseded: size([x IN public WHERE best > 0 AND x.rank = best]) - size(final)} AS explain,
+  null AS already,
+  COLLECT {
+    UNWIND coalesce(r.versions, []) AS vid
+    MATCH (f:Fact {version_id: vid})
+    WHERE f.key_uid = k.uid
+    WITH f, [x IN public WHERE x.f = f | x.rank][0] AS rank
+    RETURN {version_id: f.version_id,
+            by: CASE WHEN rank IS NULL THEN 'cutoff' WHEN rank = 0 THEN 'evidence'
+                     WHEN rank < best THEN 'outranked' WHEN NOT f IN final THEN 'superseded' END}
+  } AS removed
+UNION ALL
+// The full rule.
+WITH r, C, K, k, short
+WHERE NOT short
+WITH r, C, K, k, [x IN k.feeds | {top: toInteger(left(x, 1)), publisher: substring(x, 1)}] AS feeds
 // 1. Per feed (tiers below the requirement hold no evidence that meets it): `at`, the
 // latest live evidence on a live version that holds live evidence of the feed's top
 // rank. A feed without one (its versions' strongest evidence is not live at (C, K):
@@ -139,23 +209,12 @@ WITH r, C, K, k, feeds, best, COLLECT {
     )
   RETURN DISTINCT f
 } AS held
-WITH r, C, K, k, feeds, best, COLLECT {
-  UNWIND held AS f
-  WITH f
-  WHERE NOT EXISTS {
-    MATCH (f)<-[:SETTLES]-(z:Resolution)-[:CHOSE]->(w:Fact)
-    WHERE z.recorded_at <= K AND z.available_by <= C AND w <> f
-      AND
-        // include: fact.live_version $version=w $flagged=k.flagged
-      AND
-        // include: fact.holds_rank $version=w $rank=best
-  }
-  RETURN f
-} AS final
+WITH r, C, K, k, feeds, best, [f IN held WHERE
+       // include: fact.unsettled $version=f $rank=best $flagged=k.flagged
+     ] AS final
 WITH r, C, K, k, feeds, best, final, [f IN final | f.version_id] AS final_ids,
-     reduce(vals = [], f IN final |
-       CASE WHEN f.value_type + ':' + f.value IN vals THEN vals
-            ELSE vals + (f.value_type + ':' + f.value) END) AS values,
+     // include: fact.values $versions=final
+     AS values,
      NOT $brief AND $kinds IS NULL AND K >= k.written_at AS counted
 // 4. explain and removed (not with $brief). explain classifies the versions the key's
 // counters cannot tell (`counted`, see above; else every version): those the first three
@@ -240,11 +299,9 @@ WITH r, C, K, k, best, final, values, early, tallied, removed,
 // candidates' ids and values: decoding times and maps in the Python driver costs far
 // more than computing them. For the same reason the full projection returns its times
 // as microseconds since the epoch (graphmem.values.from_micros reads them back).
-RETURN r.i AS i, CASE WHEN NOT $brief THEN K.epochSeconds * 1000000 + K.nanosecond / 1000 END AS known_at,
-       CASE WHEN NOT $brief THEN C.epochSeconds * 1000000 + C.nanosecond / 1000 END AS cutoff,
-       CASE WHEN NOT $brief THEN k {.uid, .entity, .attribute, .unit, .definition, .period,
-                                    .revision} END AS key,
-       CASE size(values) WHEN 0 THEN 'not_found' WHEN 1 THEN 'active' ELSE 'conflicted' END AS status,
+RETURN
+  // include: fact.status $values=values
+  AS status,
        // only what an answer shows of each candidate
        COLLECT {
          UNWIND final AS f
@@ -252,19 +309,14 @@ RETURN r.i AS i, CASE WHEN NOT $brief THEN K.epochSeconds * 1000000 + K.nanoseco
            MATCH (f)-[e:EVIDENCED_BY]->(s:Source)
            WHERE NOT $brief AND
              // include: fact.live_evidence $edge=e $source=s
-           RETURN {kind: s.kind, rank: s.authority_rank, publisher: s.publisher, retracted: false,
-                   source_id: s.id, authority: s.authority, uri: s.uri, title: s.title,
-                   available_by: e.available_by.epochSeconds * 1000000 + e.available_by.nanosecond / 1000,
-                   recorded_at: e.recorded_at.epochSeconds * 1000000 + e.recorded_at.nanosecond / 1000}
+           RETURN
+             // include: fact.shown_evidence $edge=e $source=s
          } AS live
          RETURN CASE WHEN $brief
            THEN {f: {version_id: f.version_id, value: f.value, value_type: f.value_type}}
-           ELSE {f: {version_id: f.version_id, value: f.value, value_type: f.value_type,
-                     available_by: f.available_by.epochSeconds * 1000000 + f.available_by.nanosecond / 1000,
-                     recorded_at: f.recorded_at.epochSeconds * 1000000 + f.recorded_at.nanosecond / 1000,
-                     revision: f.revision,
-                     erased_at: f.erased_at.epochSeconds * 1000000 + f.erased_at.nanosecond / 1000},
-                 live: live, rank: best} END
+           ELSE {f:
+             // include: fact.shown_version $version=f
+             , live: live, rank: best} END
        } AS candidates,
        CASE WHEN NOT $brief THEN {
          versions: COUNT { (k)<-[:VERSION_OF]-() },
@@ -292,6 +344,49 @@ RETURN r.i AS i, CASE WHEN NOT $brief THEN K.epochSeconds * 1000000 + K.nanoseco
        // which filter removed each version the read names (null: it is among the
        // candidates), for search explain and context trace
        CASE WHEN NOT $brief THEN removed END AS removed
+}
+RETURN r.i AS i, CASE WHEN NOT $brief THEN K.epochSeconds * 1000000 + K.nanosecond / 1000 END AS known_at,
+       CASE WHEN NOT $brief THEN C.epochSeconds * 1000000 + C.nanosecond / 1000 END AS cutoff,
+       CASE WHEN NOT $brief THEN k {.uid, .entity, .attribute, .unit, .definition, .period,
+                                    .revision} END AS key,
+       status, candidates, explain, already, removed
+
+// fragment: fact.unsettled
+// Kept version $version is not settled by a resolution, recorded by K and public by C,
+// that chose another live version holding live evidence of rank $rank.
+NOT EXISTS {
+  MATCH ($version)<-[:SETTLES]-(z:Resolution)-[:CHOSE]->(w:Fact)
+  WHERE z.recorded_at <= K AND z.available_by <= C AND w <> $version
+    AND
+      // include: fact.live_version $version=w
+    AND
+      // include: fact.holds_rank $version=w
+}
+
+// fragment: fact.values
+// The distinct values (type and value) of versions $versions: one is active, more conflict.
+reduce(vals = [], f IN $versions |
+  CASE WHEN f.value_type + ':' + f.value IN vals THEN vals
+       ELSE vals + (f.value_type + ':' + f.value) END)
+
+// fragment: fact.status
+// A read's status from its distinct values $values.
+CASE size($values) WHEN 0 THEN 'not_found' WHEN 1 THEN 'active' ELSE 'conflicted' END
+
+// fragment: fact.shown_version
+// What an answer shows of candidate version $version (times as epoch microseconds).
+{version_id: $version.version_id, value: $version.value, value_type: $version.value_type,
+ available_by: $version.available_by.epochSeconds * 1000000 + $version.available_by.nanosecond / 1000,
+ recorded_at: $version.recorded_at.epochSeconds * 1000000 + $version.recorded_at.nanosecond / 1000,
+ revision: $version.revision,
+ erased_at: $version.erased_at.epochSeconds * 1000000 + $version.erased_at.nanosecond / 1000}
+
+// fragment: fact.shown_evidence
+// What an answer shows of a candidate's live evidence edge $edge from source $source.
+{kind: $source.kind, rank: $source.authority_rank, publisher: $source.publisher, retracted: false,
+ source_id: $source.id, authority: $source.authority, uri: $source.uri, title: $source.title,
+ available_by: $edge.available_by.epochSeconds * 1000000 + $edge.available_by.nanosecond / 1000,
+ recorded_at: $edge.recorded_at.epochSeconds * 1000000 + $edge.recorded_at.nanosecond / 1000}
 
 // fragment: fact.live_evidence
 // Evidence edge $edge, from source $source, counts in the read at (C, K): recorded by K,
