@@ -102,7 +102,7 @@ WITH r, C, K, k, public, best,
 WITH r, C, K, k, public, best, [f IN held WHERE
        // include: fact.unsettled $version=f $rank=best $flagged=k.flagged
      ] AS final
-WITH r, C, K, k, public, best, final,
+WITH r, C, K, k, public, best, final, COUNT { (k)<-[:VERSION_OF]-() } AS versions,
      // include: fact.values $versions=final
      AS values
 RETURN
@@ -116,8 +116,8 @@ RETURN
        RETURN
          // include: fact.shown_evidence $edge=e $source=s
      }, rank: best}] AS candidates,
-  {versions: COUNT { (k)<-[:VERSION_OF]-() }, known_at: 0, erased: 0,
-   cutoff: COUNT { (k)<-[:VERSION_OF]-() } - size(public), invalidated: 0, retracted: 0,
+  {versions: versions, known_at: 0, erased: 0, cutoff: versions - size(public), invalidated: 0,
+   retracted: 0,
    evidence: size([x IN public WHERE x.rank = 0]),
    outranked: size([x IN public WHERE x.rank > 0 AND x.rank < best]),
    superseded: size([x IN public WHERE best > 0 AND x.rank = best]) - size(final)} AS explain,
