@@ -66,10 +66,10 @@ CALL (r) {
 }
 WITH r, K, k
 WHERE k.tenant = $tenant AND k.scope = $scope
-// A key with a short history (at most 16 writes: versions and evidence), one publisher
-// alone behind it and no version flagged, read after its last write with no kinds
-// required - most keys, most reads - takes the short rule below; every other read the
-// full one (also a key whose fields are missing: the coalesce).
+// A key with a short history (revision at most 16: its versions, evidence and records),
+// one publisher alone behind it and no version flagged, read after its last write with
+// no kinds required - most keys, most reads - takes the short rule below; every other
+// read the full one (also a key whose fields are missing: the coalesce).
 WITH r, r.cutoff AS C, K, k,
      coalesce(NOT $brief AND $kinds IS NULL AND r.idem IS NULL AND K >= k.written_at
               AND k.revision <= 16 AND size(k.flagged) = 0
