@@ -135,6 +135,7 @@ def test_a_search_names_the_same_filter_either_way(w):
     report(w, "10-Q", 0, 300)
     report(w, "10-Q/A", 20, 305)
     report(w, "estimate", 30, 307, authority="inference", kind="estimate")
+    assert short_history(w)
     for c in (-1, 1, 21, 31):
         short = w.mem.search(w.scope, text="revenue", cutoff=day(c))
         full = w.mem.search(w.scope, text="revenue", cutoff=day(c),
