@@ -386,13 +386,7 @@ def reject(tx: Tx, scope: Scope, candidate_id: str, reason: str, by: str | None,
 
 
 def _evidence(rows: Iterable[dict[str, Any]]) -> tuple[Evidence, ...]:
-    return tuple(sorted(
-        (Evidence(source_id=e["source_id"], kind=e["kind"], authority=Authority(e["authority"]),
-                  publisher=e["publisher"], uri=e["uri"], title=e["title"],
-                  available_by=facts.native(e["available_by"]),
-                  recorded_at=facts.native(e["recorded_at"]), retracted=e["retracted"])
-         for e in rows),
-        key=lambda e: (e.available_by, e.source_id)))
+    return tuple(Evidence.model_validate(e) for e in facts.evidence_fields(rows))
 
 
 def load_memories(tx: Tx, scope: Scope, memory_ids: Sequence[str], *, known_at: Any,
@@ -417,7 +411,7 @@ def to_memories(rows: Iterable[dict[str, Any]], *, known_at: Any, cutoff: Any
                   "available_by": times["available_by"], "recorded_at": times["recorded_at"],
                   "erased": m["erased"]}
         if m["type"] == "experience":
-            ev = _evidence(with_times(e, "available_by", "recorded_at") for e in row["ev"])
+            ev = _evidence(row["ev"])
             live = [e.authority.rank for e in ev if not e.retracted and e.available_by <= limit]
             out[m["memory_id"]] = Experience(
                 trigger=m.get("trigger"), preconditions=tuple(m.get("preconditions") or ()),
