@@ -279,11 +279,24 @@ def make_query(*, attribute: Any, selection: Selection | None, cutoff: dt.dateti
 
 def read(tx: Tx, scope: Scope, q: Query) -> tuple[dt.datetime, list[str], list[str], list[Answer]]:
     """``screen.read``: (known_at, universe, unknown entities, an Answer per matched key)."""
-    row = tx.one("screen.read", q=q.params(), **facts.require_params(q.require), **facts.scope_params(scope))
+    params = {"q": q.params(), **facts.scope_params(scope)}
+    row = tx.one("screen.read", **params, **facts.require_params(q.require))
     assert row is not None  # the statement always returns its one row
     answers = [facts._answer(a, q.cutoff, q.require)
                for a in sorted(row["answers"], key=lambda a: a["i"])]
-    return from_micros(row["known_at"]), row["universe"], row["unknown"], answers
+    return from_micros(row["known_at"]), universe(tx, params, q, row["ids"], answers), row["unknown"], answers
+
+
+def universe(tx: Tx, params: dict[str, Any], q: Query, ids: list[str], answers: list[Answer]) -> list[str]:
+    """The universe among the entities screen.read read: the given entities, or those with
+    a value public by the cutoff - every one with an answer found, the rest as
+    ``screen.universe`` finds them (see screen.read)."""
+    if q.entities is not None:
+        return ids
+    found = {a.entity for a in answers if a.status != "not_found"}
+    rest = [i for i in ids if i not in found]
+    joined = set(tx.one("screen.universe", ids=rest, **params)["ids"]) if rest else set()
+    return [i for i in ids if i in found or i in joined]
 
 
 def _shown(answer: Answer) -> list[FactVersion]:
