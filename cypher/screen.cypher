@@ -13,7 +13,7 @@
 // The ids are $q.entities as given, or ($q.everyone) every entity of the scope. The
 // universe of $q.everyone is those that had made a value of $q.attribute public by the
 // cutoff; an entity with an answer found here has (its version is one), so Python asks
-// screen.universe only about the rest - most of a universe is found, and testing each
+// screen.universe (at this statement's known_at) only about the rest - most of a universe is found, and testing each
 // entity first cost a 2,000-entity screen an eighth of its time.
 // A key matches the selection when its period ends in [end_from, end_to] and, by kind:
 // 'period' - it is exactly $q.period; 'instant' - it is an instant; 'duration' - it
@@ -69,20 +69,19 @@ RETURN K.epochSeconds * 1000000 + K.nanosecond / 1000 AS known_at,
 
 
 // name: screen.universe
-// Which of $ids (entities of the scope) had made a value of $q.attribute public by the
+// Which of $ids (entities of the scope) had made a value of $attribute public by the
 // cutoff - any period or unit, this definition - as recorded by known_at: no entity
 // joins a universe through what it published later. (A version's available_by is its
-// earliest evidence's, recorded with it.) $q as for screen.read, in the same
-// transaction, so a $q.now known_at is the same time.
-WITH datetime.fromepoch($q.cutoff[0], $q.cutoff[1]) AS C,
-     CASE WHEN $q.now THEN datetime.transaction()
-          ELSE datetime.fromepoch($q.known_at[0], $q.known_at[1]) END AS K
+// earliest evidence's, recorded with it.) $cutoff and $known_at as [epoch seconds,
+// nanoseconds]: known_at is the one screen.read used, its own transaction's time when
+// it was asked for now.
+WITH datetime.fromepoch($cutoff[0], $cutoff[1]) AS C, datetime.fromepoch($known_at[0], $known_at[1]) AS K
 RETURN COLLECT {
   UNWIND $ids AS id
   WITH id
   WHERE EXISTS {
-    MATCH (k:FactKey {tenant: $tenant, entity: id, attribute: $q.attribute})
-    WHERE k.scope = $scope AND k.definition = $q.definition
+    MATCH (k:FactKey {tenant: $tenant, entity: id, attribute: $attribute})
+    WHERE k.scope = $scope AND k.definition = $definition
       AND EXISTS { MATCH (f:Fact)-[:VERSION_OF]->(k)
                    WHERE f.recorded_at <= K AND f.available_by <= C AND f.erased_at IS NULL }
   }

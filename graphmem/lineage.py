@@ -20,18 +20,16 @@ decides each node's fate in topological order with networkx:
 from __future__ import annotations
 
 import datetime as dt
-import gc
 import json
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any, Literal, NamedTuple
 
 import networkx as nx
 from pydantic import BaseModel, ConfigDict
 
-from . import limits
+from . import collector, limits
 from .db import Tx
 from .errors import InputError, NotFoundError
 from .facts import native, scope_params, source_uid
@@ -307,25 +305,7 @@ def _shortest_paths(graph: nx.DiGraph, origin: str) -> dict[str, tuple[str, ...]
     return paths
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Hold the cyclic garbage collector while a large report is built.
-
-    Every object made on the way (decoded id lists, graph dicts, items) stays alive to
-    the end, so the full collections their allocation keeps triggering walk a growing
-    heap and free nothing: a third of impact's time on the 100k bench. Whatever is left
-    to collect is collected once the collector is back (it is only resumed if it ran).
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-@_gc_paused()
+@collector.paused()  # see graphmem/collector.py
 def impact(tx: Tx, scope: Scope, *, source_id: str | None, version_id: str | None,
            max_depth: int | None, cutoff: dt.datetime | None, known_at: Any,
            as_invalid: bool = False) -> ImpactReport:
@@ -405,7 +385,7 @@ def invalidate(tx: Tx, scope: Scope, version_ids: Sequence[str], *, reason: str,
 # ---------------------------------------------------------------- export
 
 
-@_gc_paused()
+@collector.paused()  # see graphmem/collector.py
 def lineage_graph(tx: Tx, scope: Scope, version_id: str, direction: str,
                   max_depth: int | None, known_at: Any) -> nx.DiGraph:
     """The lineage of one version as a DiGraph whose edges point from input to output."""

@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
-from . import facts, limits
+from . import collector, facts, limits
 from .db import Tx
 from .errors import InputError
 from .models import Answer, Explain, FactVersion, Period, Require, Scope, Screen
@@ -279,23 +279,29 @@ def make_query(*, attribute: Any, selection: Selection | None, cutoff: dt.dateti
 
 def read(tx: Tx, scope: Scope, q: Query) -> tuple[dt.datetime, list[str], list[str], list[Answer]]:
     """``screen.read``: (known_at, universe, unknown entities, an Answer per matched key)."""
-    params = {"q": q.params(), **facts.scope_params(scope)}
-    row = tx.one("screen.read", **params, **facts.require_params(q.require))
+    row = tx.one("screen.read", q=q.params(), **facts.require_params(q.require), **facts.scope_params(scope))
     assert row is not None  # the statement always returns its one row
     answers = [facts._answer(a, q.cutoff, q.require)
                for a in sorted(row["answers"], key=lambda a: a["i"])]
-    return from_micros(row["known_at"]), universe(tx, params, q, row["ids"], answers), row["unknown"], answers
+    known_at = from_micros(row["known_at"])
+    return known_at, universe(tx, scope, q, known_at, row["ids"], answers), row["unknown"], answers
 
 
-def universe(tx: Tx, params: dict[str, Any], q: Query, ids: list[str], answers: list[Answer]) -> list[str]:
+def universe(tx: Tx, scope: Scope, q: Query, known_at: dt.datetime, ids: list[str],
+             answers: list[Answer]) -> list[str]:
     """The universe among the entities screen.read read: the given entities, or those with
     a value public by the cutoff - every one with an answer found, the rest as
-    ``screen.universe`` finds them (see screen.read)."""
+    ``screen.universe`` finds them at the same known_at (see screen.read)."""
     if q.entities is not None:
         return ids
     found = {a.entity for a in answers if a.status != "not_found"}
     rest = [i for i in ids if i not in found]
-    joined = set(tx.one("screen.universe", ids=rest, **params)["ids"]) if rest else set()
+    if not rest:
+        return ids
+    row = tx.one("screen.universe", ids=rest, attribute=q.attribute, definition=q.definition,
+                 cutoff=epoch(q.cutoff), known_at=epoch(known_at), **facts.scope_params(scope))
+    assert row is not None  # the statement always returns its one row
+    joined = set(row["ids"])
     return [i for i in ids if i in found or i in joined]
 
 
@@ -374,8 +380,10 @@ def ordered(answers: list[Answer], sort: str) -> list[Answer]:
     return numbers + others + rest
 
 
+@collector.paused()  # see graphmem/collector.py
 def screen(tx: Tx, scope: Scope, q: Query) -> Screen:
-    """A point-in-time screen in one statement (see the module docstring)."""
+    """A point-in-time screen in one statement and, when some entities have no answer, a
+    second (see the module docstring)."""
     known_at, universe, unknown, answers = read(tx, scope, q)
     rows = choose(q, universe, answers, q.cutoff, known_at)
     return Screen(attribute=q.attribute, definition=q.definition, unit=q.unit,

@@ -1,4 +1,4 @@
-"""The cyclic collector's pause around large builds (graphmem/research/collector.py):
+"""The cyclic collector's pause around large builds (graphmem/collector.py):
 whatever happens inside, the process's collector is left as it was found."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from graphmem.research import collector
+from graphmem import collector
 
 
 @pytest.fixture

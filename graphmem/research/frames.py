@@ -25,9 +25,9 @@ from decimal import Decimal, InvalidOperation, localcontext
 from importlib import import_module
 from typing import Any
 
+from .. import collector
 from ..errors import InputError
 from ..models import Answer, FactVersion, Screen
-from . import collector
 
 PRECISION, SCALE = 38, 10
 _QUANTUM = Decimal(1).scaleb(-SCALE)
@@ -149,7 +149,7 @@ def to_arrow(result: Any, *, decimals: str = "decimal") -> Any:
     if decimals not in ("decimal", "float"):
         raise InputError("decimals", f"must be 'decimal' or 'float'; got {decimals!r}")
     pa = _need("pyarrow")
-    with collector.paused():  # see graphmem/research/collector.py
+    with collector.paused():  # see graphmem/collector.py
         rows, kind, extra = _rows(result, pa)
         schema = _schema(pa, decimals, extra)
         columns = zip(*rows, strict=True) if rows else ([] for _ in schema.names)

@@ -49,13 +49,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from .. import facts, limits
+from .. import collector, facts, limits
 from .. import screen as screening
 from ..db import Tx
 from ..errors import InputError
 from ..models import Answer, Explain, FactValue, Period, _Model, _Tabular
 from ..values import epoch, from_micros
-from . import collector
 
 LATEST: dict[str, tuple[int, int] | None] = {
     "quarter": screening.QUARTER_DAYS, "year": screening.YEAR_DAYS, "instant": None}
@@ -469,7 +468,7 @@ def _first_reported(tx: Tx, scope: Any, p: _Plan, chosen: Chosen) -> list[PanelC
 
 def panel(tx: Tx, scope: Any, q: Query) -> Panel:
     """A point-in-time panel (see the module docstring), built with Python's cyclic
-    collector paused (graphmem/research/collector.py: a quarter of a large panel's time)."""
+    collector paused (graphmem/collector.py: a quarter of a large panel's time)."""
     with collector.paused():
         return _panel(tx, scope, q)
 

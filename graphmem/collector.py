@@ -4,7 +4,9 @@ A panel of 80,000 cells is some 900,000 Python objects, built a few at a time. E
 full pass of the cyclic collector walks all of them, and the passes come more often
 the larger the heap grows: measured on the 2,000-company panel, eleven full passes
 took 5.6 s of a 30 s panel, and converting that panel to pandas took twice as long
-with the collector on. The objects built are plain containers that reference
+with the collector on. A 2,000-company screen (some 40,000 objects) ran a full pass
+every other call, 60-70 ms of a 240 ms screen; a lineage report, a third of impact's
+time on its 100k bench. The objects built are plain containers that reference
 counting frees; none forms a cycle that needs the collector. So the build runs with
 the collector off, and it is switched back on (if it was on) when the last build
 running in the process ends - a thread's build never turns it on under another's.
