@@ -43,7 +43,7 @@ RETURN K.epochSeconds * 1000000 + K.nanosecond / 1000 AS known_at, COLLECT {
     WHERE k.scope = $scope AND k.definition = $q.definition AND ($q.any_unit OR k.unit = $q.unit)
       AND CASE WHEN start IS NULL THEN $q.instants
                ELSE $q.durations AND $q.min_days <= duration.inDays(start, end).days + 1 <= $q.max_days END
-    RETURN collect({uid: k.uid, start: start, end: end, points: COLLECT {
+    RETURN collect({uid: k.uid, period: k.period, points: COLLECT {
       MATCH (f:Fact)-[:VERSION_OF]->(k)
       WHERE f.recorded_at <= K AND f.erased_at IS NULL
       MATCH (f)-[e:EVIDENCED_BY]->(:Source)

@@ -328,7 +328,7 @@ def plan(q: Query, row: dict[str, Any]) -> _Plan:
     keys: dict[str, list[_Key]] = {}
     for e in entities:
         for k in e["keys"]:
-            period = Period.model_construct(start=facts.native(k["start"]), end=facts.native(k["end"]))
+            period = facts._period(k["period"])  # its text: the driver decodes dates 20 times slower
             frames = _frames_of(q, period)
             if frames:
                 keys.setdefault(e["id"], []).append(_Key(k["uid"], e["id"], period, frames, sorted(k["points"])))
