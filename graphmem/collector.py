@@ -13,6 +13,16 @@ running in the process ends - a thread's build never turns it on under another's
 The pause is process-wide and lasts the whole build, database round trips included
 (25 s for that panel): in a server (the web view, MCP) other requests run without it
 meanwhile, and a ``gc.disable()`` made by other code during a build is undone at its end.
+
+**What was built goes straight to the oldest generation.** Objects made during the
+pause are the youngest when it ends, so the collector's next passes would walk all of
+them twice over (the young generation's, then the middle one's: 0.4 s and 0.6 s after
+a 2,000-company panel) to find no cycle, on their way to the oldest generation. The
+pause's end moves every tracked object there at once (``gc.freeze()`` then
+``gc.unfreeze()``: two list splices; a panel measured 5.4 s against 5.9 s without):
+a cycle among them is still collected, by the next full pass. It is skipped when the
+process has frozen objects of its own (a server that freezes before forking keeps
+them frozen).
 """
 
 from __future__ import annotations
@@ -43,4 +53,7 @@ def paused() -> Iterator[None]:
         with _lock:
             _builds -= 1
             if _builds == 0 and _was_enabled:
+                if gc.get_freeze_count() == 0:
+                    gc.freeze()
+                    gc.unfreeze()
                 gc.enable()

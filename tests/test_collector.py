@@ -51,3 +51,24 @@ def test_a_build_ending_never_turns_the_collector_on_under_another_running_build
     release.set()
     worker.join(10)
     assert gc.isenabled()
+
+
+def test_what_a_build_made_is_in_the_oldest_generation_after_it(restore_gc):
+    gc.enable()
+    gc.collect()
+    with collector.paused():
+        built = [[n] for n in range(1000)]  # lists: tracked by the collector
+    oldest = {id(x) for x in gc.get_objects(generation=2)}
+    assert gc.isenabled() and all(id(row) in oldest for row in built)  # none left young
+
+
+def test_objects_the_process_froze_stay_frozen(restore_gc):
+    gc.enable()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with collector.paused():
+            pass
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
