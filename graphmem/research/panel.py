@@ -253,6 +253,14 @@ class _Plan:
     read_at: dict[tuple[str, int], int] = field(default_factory=dict)  # (key uid, stretch) -> read
     first_at: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # key uid -> (point, read)
     times: facts.Times = field(default_factory=facts.Times)
+    by_frame: dict[tuple[str, str], list[_Key]] = field(init=False)  # (entity, frame) -> keys
+
+    def __post_init__(self) -> None:
+        self.by_frame = {}
+        for entity, keys in self.keys.items():
+            for k in keys:
+                for frame in k.frames:
+                    self.by_frame.setdefault((entity, frame), []).append(k)
 
     def need(self, key: _Key, n: int) -> None:
         """Read ``key`` at cutoff ``n`` (once per stretch)."""
@@ -359,8 +367,8 @@ def _choose(p: _Plan, n: int, selection: screening.Selection, entities: list[str
     """The screen's choice among the entities' keys of one frame read at cutoff ``n``."""
     cutoff = p.query.cutoffs[n]
     fq = replace(p.query.base, selection=selection, cutoff=cutoff, entities=tuple(entities))
-    keyed = [(k, p.at(k, n)) for e in entities for k in p.keys.get(e, ())
-             if selection.label in k.frames and p.has(k, n)]
+    keyed = [(k, p.at(k, n)) for e in entities for k in p.by_frame.get((e, selection.label), ())
+             if p.has(k, n)]
     key_of = {id(a): k for k, a in keyed}
     return [(_cell(a, selection.label, cutoff), key_of.get(id(a)))
             for a in screening.choose(fq, entities, [a for _, a in keyed], cutoff, p.known_at)]
@@ -417,14 +425,15 @@ def _latest_cells(tx: Tx, scope: Any, p: _Plan) -> Chosen:
     todo = {(e, n): index.get(e, nothing).public(m) for n, m in enumerate(p.micros) for e in p.universes[n]}
     found: dict[tuple[str, int], str | None] = {}
     while todo:
-        for (e, n), frames in todo.items():
-            for k in index[e].public_keys(frames[0], p.micros[n]) if frames else ():
+        public = {(e, n): index[e].public_keys(frames[0], p.micros[n]) if frames else []
+                  for (e, n), frames in todo.items()}
+        for (_, n), keys in public.items():
+            for k in keys:
                 p.need(k, n)
         p.read(tx, scope)
         rest = {}
         for (e, n), frames in todo.items():
-            if frames and any(p.at(k, n).status != "not_found"
-                              for k in index[e].public_keys(frames[0], p.micros[n])):
+            if frames and any(p.at(k, n).status != "not_found" for k in public[(e, n)]):
                 found[(e, n)] = frames[0]
             elif len(frames) > 1:
                 rest[(e, n)] = frames[1:]
