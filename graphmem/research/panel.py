@@ -264,8 +264,9 @@ class _Plan:
 
     def need(self, key: _Key, n: int) -> None:
         """Read ``key`` at cutoff ``n`` (once per stretch)."""
-        if (key.uid, key.stretch(self.micros[n])) not in self.read_at:
-            self.read_at[(key.uid, key.stretch(self.micros[n]))] = self._read(key.uid, self.query.cutoffs[n])
+        at = (key.uid, key.stretch(self.micros[n]))
+        if at not in self.read_at:
+            self.read_at[at] = self._read(key.uid, self.query.cutoffs[n])
 
     def need_first(self, key: _Key) -> None:
         """Read ``key`` at each of its points up to the last cutoff (see first_reported)."""
@@ -349,15 +350,18 @@ def plan(q: Query, row: dict[str, Any]) -> _Plan:
 
 def _cell(answer: Answer, frame: str | None, cutoff: dt.datetime) -> PanelCell:
     answer = answer if answer.cutoff == cutoff else answer.model_copy(update={"cutoff": cutoff})
-    shown = screening._shown(answer)
     v = answer.version
+    if v is not None:  # the common case, without the generators the general one needs
+        return PanelCell(
+            entity=answer.entity, frame=frame, cutoff=cutoff, status=answer.status, answer=answer,
+            value=v.value, unit=v.unit, period=v.period, available_by=v.available_by,
+            filings=tuple(dict.fromkeys([e.source_id for e in v.sources])), version_id=v.version_id)
+    shown = answer.candidates
     return PanelCell(
         entity=answer.entity, frame=frame, cutoff=cutoff, status=answer.status, answer=answer,
-        value=v.value if v else None, unit=shown[0].unit if shown else None,
-        period=shown[0].period if shown else None,
+        unit=shown[0].unit if shown else None, period=shown[0].period if shown else None,
         available_by=max((x.available_by for x in shown), default=None),
-        filings=tuple(dict.fromkeys(e.source_id for x in shown for e in x.sources)),
-        version_id=v.version_id if v else None)
+        filings=tuple(dict.fromkeys(e.source_id for x in shown for e in x.sources)))
 
 
 Chosen = list[tuple[PanelCell, "_Key | None"]]  # each cell and the key that answers it
