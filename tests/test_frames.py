@@ -61,6 +61,9 @@ def test_a_panel_as_arrow_pandas_and_polars_keeps_its_types_and_values(world):
     values = table.column("value").to_pylist()
     assert values == [c.value for c in panel.cells]  # exact: 100.125, not a float
     assert Decimal("100.125") in values and None in values  # the conflicted cell has none
+    assert table.column("cutoff").to_pylist() == [c.cutoff for c in panel.cells]
+    assert table.column("available_by").to_pylist() == [c.available_by for c in panel.cells]
+    assert table.column("known_at").to_pylist() == [c.answer.known_at for c in panel.cells]
 
     df = panel.to_pandas()
     assert str(df["cutoff"].dtype) == "datetime64[us, UTC]"

@@ -21,6 +21,7 @@ answer) or a history's versions (one row per version). Columns, typed:
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation, localcontext
 from importlib import import_module
 from typing import Any
@@ -85,9 +86,19 @@ def _numbers(pa: Any, values: list[Any], decimals: str, where: str) -> Any:
     if decimals == "float":
         return pa.array([_number(v, decimals, where) for v in values], pa.float64())
     numbers = [v if isinstance(v, Decimal) else None for v in values]
-    if not all(v is None or _exact_in_arrow(v) for v in numbers):
+    # each value object once: a panel repeats one answer's value at every cutoff it holds
+    if not all(_exact_in_arrow(v) for v in {id(v): v for v in numbers if v is not None}.values()):
         numbers = [_number(v, decimals, where.format(n)) for n, v in enumerate(numbers)]
     return pa.array(numbers, pa.decimal128(PRECISION, SCALE))
+
+
+def _times(pa: Any, values: Iterable[dt.datetime | None], kind: Any) -> Any:
+    """A timestamp column, each distinct time converted once: Arrow converts a Python
+    datetime in about a quarter of a microsecond, and a panel's 80,000 rows hold 40
+    cutoffs, one known_at and one availability per answer (a quarter of its to_arrow)."""
+    distinct: dict[dt.datetime | None, int] = {}
+    index = [distinct.setdefault(t, len(distinct)) for t in values]
+    return pa.array(list(distinct), kind).take(pa.array(index, pa.int32()))
 
 
 def _text(value: Any) -> str | None:
@@ -158,6 +169,8 @@ def to_arrow(result: Any, *, decimals: str = "decimal") -> Any:
             if name in ("value", "first_value"):
                 suffix = "" if name == "value" else f".{name}"
                 arrays.append(_numbers(pa, list(values), decimals, f"{kind}[{{}}]{suffix}"))
+            elif pa.types.is_timestamp(schema.field(name).type):
+                arrays.append(_times(pa, values, schema.field(name).type))
             else:
                 arrays.append(pa.array(values, schema.field(name).type))
         # freed inside the pause: the collector's first pass after it walks every object
