@@ -37,7 +37,10 @@ removed on the frame's keys (``explain.cutoff`` > 0: something was filed, but la
 ones too, reported ``not_found`` and listed in ``Screen.unknown``; or, without them,
 every entity of the scope that had made a value of the attribute public by the cutoff
 (any period or unit, the asked definition), as recorded by known_at. An entity that
-first reported it later is not in the universe: listing it would be look-ahead.
+first reported it later is not in the universe: listing it would be look-ahead. An
+entity one of whose keys answers is in it (its version was public by the cutoff), so
+only the rest are tested, by a second statement (``screen.universe``) at the known_at
+the first one used.
 
 **Units.** ``unit=None`` takes every unit, but a screen answers in one unit: if the
 candidate keys come in several - across entities, or one entity's figure and its
