@@ -127,9 +127,17 @@ def _version_row(v: FactVersion | None, shown: tuple[FactVersion, ...]) -> tuple
             v.version_id if v else None)
 
 
-def _answer_row(a: Answer, *extra: Any) -> tuple[Any, ...]:
-    shown = (a.version,) if a.version else a.candidates
-    return (a.entity, a.attribute, *extra, a.status, *_version_row(a.version, shown), a.cutoff, a.known_at)
+def _answer_row(a: Answer, *extra: Any, seen: dict[int, tuple[Any, ...]] | None = None) -> tuple[Any, ...]:
+    """An answer's row; ``seen`` keeps each active version's part by the version object,
+    for a panel: its cells at the cutoffs of one stretch share their answer's version."""
+    v = a.version
+    if v is None:
+        part = _version_row(None, a.candidates)
+    elif seen is None:
+        part = _version_row(v, (v,))
+    elif (part := seen.get(id(v))) is None:
+        part = seen[id(v)] = _version_row(v, (v,))
+    return (a.entity, a.attribute, *extra, a.status, *part, a.cutoff, a.known_at)
 
 
 def _rows(result: Any, pa: Any) -> tuple[list[tuple[Any, ...]], str, list[tuple[str, Any]]]:
@@ -141,7 +149,8 @@ def _rows(result: Any, pa: Any) -> tuple[list[tuple[Any, ...]], str, list[tuple[
     if isinstance(result, Panel):
         extra = [("frame", pa.string()), ("first_value", None), ("first_version_id", pa.string()),
                  ("restated", pa.bool_())]
-        return [_answer_row(c.answer, c.frame, c.first_value, c.first_version_id, c.restated)
+        seen: dict[int, tuple[Any, ...]] = {}
+        return [_answer_row(c.answer, c.frame, c.first_value, c.first_version_id, c.restated, seen=seen)
                 for c in result.cells], "cells", extra
     if isinstance(result, Screen):
         return [_answer_row(a, result.frame) for a in result.answers], "answers", [("frame", pa.string())]
