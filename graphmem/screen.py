@@ -337,7 +337,8 @@ def choose(q: Query, universe: list[str], answers: list[Answer], cutoff: dt.date
         mine = by_entity.get(entity, [])
         found = [a for a in mine if a.status != "not_found"]
         if found:
-            out.append(min(found, key=lambda a: _fit(q.selected, a)))
+            # most entities have one candidate: its fit need not be measured
+            out.append(found[0] if len(found) == 1 else min(found, key=lambda a: _fit(q.selected, a)))
         else:
             out.append(Answer(status="not_found", entity=entity, attribute=q.attribute, cutoff=cutoff,
                               known_at=known_at, explain=sum((a.explain for a in mine), Explain())))
