@@ -14,15 +14,19 @@ The pause is process-wide and lasts the whole build, database round trips includ
 (25 s for that panel): in a server (the web view, MCP) other requests run without it
 meanwhile, and a ``gc.disable()`` made by other code during a build is undone at its end.
 
-**What was built goes straight to the oldest generation.** Objects made during the
-pause are the youngest when it ends, so the collector's next passes would walk all of
-them twice over (the young generation's, then the middle one's: 0.4 s and 0.6 s after
-a 2,000-company panel) to find no cycle, on their way to the oldest generation. The
-pause's end moves every tracked object there at once (``gc.freeze()`` then
-``gc.unfreeze()``: two list splices; a panel measured 5.4 s against 5.9 s without):
-a cycle among them is still collected, by the next full pass. It is skipped when the
-process has frozen objects of its own (a server that freezes before forking keeps
-them frozen).
+**What was built goes straight to the oldest generation.** Objects made during the pause
+are the youngest when it ends, so the collector's next passes would walk all of them
+twice over (the young generation's, then the middle one's: 0.4 s and 0.6 s after a
+2,000-company panel) to find no cycle, on their way to the oldest generation. The
+pause's end moves every object the collector tracks - the process's, not only the
+build's - there at once (``gc.freeze()`` then ``gc.unfreeze()``: two list splices; a
+panel measured 5.4 s against 5.9 s without). The cost: a garbage cycle young at that
+moment (another thread's, or one made during the pause) is freed by the next full pass
+rather than a young one, and CPython counts these moves toward no full pass. So it is
+done only after a large build (``LARGE`` objects or more still young: a panel, not a
+server's every small request), and skipped when the process has frozen objects of its
+own (a server that freezes before forking keeps them frozen; one freezing at the very
+moment of a build's end could see its freeze undone).
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ import gc
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+LARGE = 100_000
+"""Young objects at a pause's end from which they go straight to the oldest generation."""
 
 _lock = threading.Lock()
 _builds = 0
@@ -53,7 +60,7 @@ def paused() -> Iterator[None]:
         with _lock:
             _builds -= 1
             if _builds == 0 and _was_enabled:
-                if gc.get_freeze_count() == 0:
+                if gc.get_count()[0] >= LARGE and gc.get_freeze_count() == 0:
                     gc.freeze()
                     gc.unfreeze()
                 gc.enable()

@@ -57,18 +57,28 @@ def test_what_a_build_made_is_in_the_oldest_generation_after_it(restore_gc):
     gc.enable()
     gc.collect()
     with collector.paused():
-        built = [[n] for n in range(1000)]  # lists: tracked by the collector
+        built = [[n] for n in range(2 * collector.LARGE)]  # lists: tracked by the collector
     oldest = {id(x) for x in gc.get_objects(generation=2)}
     assert gc.isenabled() and all(id(row) in oldest for row in built)  # none left young
 
 
+def test_what_a_small_build_made_stays_young(restore_gc):
+    gc.enable()
+    gc.collect()
+    with collector.paused():
+        built = [[n] for n in range(100)]
+    assert not {id(x) for x in built} & {id(x) for x in gc.get_objects(generation=2)}
+
+
 def test_objects_the_process_froze_stay_frozen(restore_gc):
     gc.enable()
+    kept = [[n] for n in range(10)]
     gc.freeze()
     try:
-        frozen = gc.get_freeze_count()
         with collector.paused():
-            pass
-        assert gc.get_freeze_count() == frozen
+            built = [[n] for n in range(2 * collector.LARGE)]  # large enough to be promoted
+        oldest = {id(x) for x in gc.get_objects(generation=2)}
+        assert not {id(x) for x in kept} & oldest  # still in the permanent generation
+        assert not {id(x) for x in built} & oldest  # and nothing was promoted
     finally:
         gc.unfreeze()
