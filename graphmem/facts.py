@@ -30,6 +30,7 @@ from .models import (
     Scope,
     Source,
     SourceRecord,
+    authority_of,
 )
 from .values import NOW, Now, decode, digest, encode, from_micros
 
@@ -442,22 +443,18 @@ def version_fields(
     period = _period(key["period"])
     ev = evidence_fields(evidence)
     if rank is None:
-        rank = max((_RANKS[e["authority"]] for e in ev if not e["retracted"]), default=0)
+        rank = max((Authority(e["authority"]).rank for e in ev if not e["retracted"]), default=0)
     return {
         "version_id": f["version_id"], "entity": key["entity"], "attribute": key["attribute"],
         "unit": key["unit"], "definition": key["definition"], "period": period,
         "value": decode(f["value_type"], f.get("value")), "event_time": period.end,
         "available_by": from_micros(f["available_by"]), "recorded_at": from_micros(f["recorded_at"]),
-        "revision": f["revision"], "authority": _AUTHORITIES.get(rank), "sources": ev,
+        "revision": f["revision"], "authority": authority_of(rank) if rank else None, "sources": ev,
         "lifecycle": sorted(({"kind": x["kind"], "recorded_at": from_micros(x["recorded_at"]),
                               "reason": x.get("reason"), "by": x.get("by"), "ref": x.get("ref")}
                              for x in lifecycle), key=lambda x: x["recorded_at"]),
         "erased": f.get("erased_at") is not None,
     }
-
-
-_AUTHORITIES = {a.rank: a for a in Authority}
-_RANKS = {a.value: a.rank for a in Authority}
 
 
 def to_version(key: dict[str, Any], f: dict[str, Any], evidence: Iterable[dict[str, Any]],

@@ -499,10 +499,13 @@ class SourceRecord(Source):
 
 def authority_of(rank: int) -> Authority:
     """The Authority with this numeric rank (4 = user_correction ... 1 = inference)."""
-    for authority in Authority:
-        if authority.rank == rank:
-            return authority
-    raise InputError("authority", f"no authority has rank {rank}")
+    authority = _BY_RANK.get(rank)
+    if authority is None:
+        raise InputError("authority", f"no authority has rank {rank}")
+    return authority
+
+
+_BY_RANK = {a.rank: a for a in Authority}  # a read decodes one per version
 
 
 # ---------------------------------------------------------------- agent memory (governance)
