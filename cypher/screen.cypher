@@ -13,8 +13,9 @@
 // The ids are $q.entities as given, or ($q.everyone) every entity of the scope. The
 // universe of $q.everyone is those that had made a value of $q.attribute public by the
 // cutoff; an entity with an answer found here has (its version is one), so Python asks
-// screen.universe (at this statement's known_at) only about the rest - most of a universe is found, and testing each
-// entity first cost a 2,000-entity screen an eighth of its time.
+// screen.universe (at this statement's known_at) only about the rest - most of a
+// universe is found, and testing each entity first cost a 2,000-entity screen an eighth
+// of its time.
 // A key matches the selection when its period ends in [end_from, end_to] and, by kind:
 // 'period' - it is exactly $q.period; 'instant' - it is an instant; 'duration' - it
 // lasts min_days to max_days (both ends counted) and its middle day (the earlier one for
