@@ -351,17 +351,16 @@ def plan(q: Query, row: dict[str, Any]) -> _Plan:
 def _cell(answer: Answer, frame: str | None, cutoff: dt.datetime) -> PanelCell:
     answer = answer if answer.cutoff == cutoff else answer.model_copy(update={"cutoff": cutoff})
     v = answer.version
-    if v is not None:  # the common case, without the generators the general one needs
-        return PanelCell(
-            entity=answer.entity, frame=frame, cutoff=cutoff, status=answer.status, answer=answer,
-            value=v.value, unit=v.unit, period=v.period, available_by=v.available_by,
-            filings=tuple(dict.fromkeys([e.source_id for e in v.sources])), version_id=v.version_id)
-    shown = answer.candidates
+    shown = (v,) if v else answer.candidates
+    one = len(shown) == 1  # the common case, without the generators the general one needs
     return PanelCell(
         entity=answer.entity, frame=frame, cutoff=cutoff, status=answer.status, answer=answer,
-        unit=shown[0].unit if shown else None, period=shown[0].period if shown else None,
-        available_by=max((x.available_by for x in shown), default=None),
-        filings=tuple(dict.fromkeys(e.source_id for x in shown for e in x.sources)))
+        value=v.value if v else None, unit=shown[0].unit if shown else None,
+        period=shown[0].period if shown else None,
+        available_by=shown[0].available_by if one else max((x.available_by for x in shown), default=None),
+        filings=tuple(dict.fromkeys([e.source_id for e in shown[0].sources] if one
+                                    else [e.source_id for x in shown for e in x.sources])),
+        version_id=v.version_id if v else None)
 
 
 Chosen = list[tuple[PanelCell, "_Key | None"]]  # each cell and the key that answers it
