@@ -168,3 +168,23 @@ def test_cutoff_and_frame_ranges():
         panel_cli.frames("CY2019Q4..CY2020")
     with pytest.raises(InputError):
         panel_cli.cutoffs("2019-03-31..2019-12-31:weekly")
+
+
+def test_a_panel_names_the_first_cell_of_a_shared_value_that_does_not_fit(world):
+    """A panel's cells at the cutoffs of one stretch share their version, converted once:
+    the error still names the first cell that holds it, not the version's place."""
+    mem, scope = world
+    panel = mem.panel(scope, attribute="us-gaap:Revenues", frames=["CY2024Q3"],
+                      cutoffs=[CUTOFFS[0], t("2024-09-15"), CUTOFFS[1], t("2024-12-15")])
+    # cik:2 joins the universe with its first filing; cik:1's two not_found share a part
+    assert [(c.entity, c.status) for c in panel.cells] == [("cik:1", "not_found")] * 2 + \
+        [("cik:1", "active"), ("cik:2", "conflicted")] * 2
+    tiny = panel.cells[2].answer.version.model_copy(update={"value": Decimal("1e-11")})
+    cells = [c.model_copy(update={"answer": c.answer.model_copy(update={"version": tiny})})
+             if c.status == "active" else c for c in panel.cells]
+    with pytest.raises(InputError) as info:
+        frames.to_arrow(panel.model_copy(update={"cells": cells}))
+    assert info.value.where == "cells[2]"
+    floats = frames.to_arrow(panel.model_copy(update={"cells": cells}), decimals="float")
+    assert floats.column("value").to_pylist() == [None, None, 1e-11, None, 1e-11, None]
+    assert floats.column("filings").to_pylist()[2:4] == [["a-q3"], ["b-q3", "b-wire"]]
