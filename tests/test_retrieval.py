@@ -12,13 +12,14 @@ import math
 import uuid
 from decimal import Decimal
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from world import Q1, Q2, World
 
 from graphmem import Entity, ExperienceIn, InputError, Memory, Scope, TaskStateIn
-from graphmem.retrieval import Embedder, ToyEmbedder
+from graphmem.retrieval import Embedder, ToyEmbedder, rank
 
 DAY0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 WORDS = ("widget", "payment", "declined", "deploy", "rollback", "certificate", "pizza", "lunch")
@@ -114,6 +115,22 @@ def test_every_hit_is_legal_and_ranked_exactly(mem, srcs, rows, exps, tasks, inv
                 assert h.rank.fused_score >= h.rank.semantic_score - 1e-9
             else:
                 assert h.rank.fused_score == pytest.approx(h.rank.semantic_score, abs=1e-9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(size=st.integers(1, 6000), distinct=st.integers(1, 50), data=st.data())
+def test_the_best_candidates_are_those_a_full_sort_gives(size, distinct, data):
+    """A large scope's best candidates come from a sampled threshold (rank._best): the
+    same k scores and next score as sorting them all, ties, small scopes and a sample
+    misled included."""
+    k = data.draw(st.integers(0, size - 1))
+    scores = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1))).integers(0, distinct, size) / distinct
+    if data.draw(st.booleans()):  # the best scores all where a sample looks: too few reach its threshold
+        scores[::max(1, size // 1024)] += 1
+    best, rest = rank._best(scores, k)
+    ranked = np.sort(scores)[::-1]
+    assert len(set(best.tolist())) == k and sorted(scores[best].tolist()) == sorted(ranked[:k].tolist())
+    assert rest == ranked[k]
 
 
 # ------------------------------------------------------------------ behaviour

@@ -218,6 +218,21 @@ def run(memory: Any, scope: Scope, q: dict[str, Any], embedder: Embedder, *,
                         query=ev.query)
 
 
+def _best(meaning: np.ndarray, k: int) -> tuple[np.ndarray, float]:
+    """The indexes of the ``k`` highest scores (in no order) and the next score, for
+    ``k`` below their number. ``argpartition`` over a scope's 100,000 scores takes 1-2 ms;
+    a threshold from a strided sample of about 1,000 of them leaves a few hundred to
+    partition. The answer is the same: when more than ``k`` scores reach the threshold,
+    the ``k + 1`` highest all do (else every score is partitioned)."""
+    sample = np.sort(meaning[::max(1, len(meaning) // 1024)])
+    threshold = sample[-1 - min(len(sample) - 1, 4 * (k + 1) * len(sample) // len(meaning) + 1)]
+    above = np.flatnonzero(meaning >= threshold)
+    if len(above) <= k:
+        above = np.arange(len(meaning))
+    order = np.argpartition(-meaning[above], k)
+    return above[order[:k]], float(meaning[above[order[k]]])
+
+
 def _evaluate(memory: Any, scope: Scope, q: dict[str, Any], scores: vectors.Scores, members: np.ndarray,
               meaning: np.ndarray) -> search.Evaluation:
     """The search with its best ``FIRST`` x limit candidates, then eight times as many
@@ -227,8 +242,7 @@ def _evaluate(memory: Any, scope: Scope, q: dict[str, Any], scores: vectors.Scor
         if sent >= len(members):
             order, rest = np.argsort(-meaning, kind="stable"), None
         else:
-            order = np.argpartition(-meaning, sent)
-            rest, order = float(meaning[order[sent]]), order[:sent]
+            order, rest = _best(meaning, sent)
         candidates = [[scores.ids[members[i]], bool(scores.fact[members[i]]), float(meaning[i])]
                       for i in order]
         bounded = {**q, "meaning": {"candidates": candidates, "rest": rest,
