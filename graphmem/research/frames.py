@@ -87,7 +87,7 @@ def _numbers(pa: Any, values: list[Any], decimals: str, where: str,
     if decimals == "float":
         return pa.array([_number(v, decimals, where) for v in values], pa.float64())
     numbers = [v if isinstance(v, Decimal) else None for v in values]
-    # each value object once: a panel repeats one answer's value at every cutoff it holds
+    # each value object once: a panel's first_value repeats at every cutoff of a stretch
     if not all(_exact_in_arrow(v) for v in {id(v): v for v in numbers if v is not None}.values()):
         numbers = [_number(v, decimals, where.format(row(n) if row else n)) for n, v in enumerate(numbers)]
     return pa.array(numbers, pa.decimal128(PRECISION, SCALE))
@@ -96,7 +96,7 @@ def _numbers(pa: Any, values: list[Any], decimals: str, where: str,
 def _times(pa: Any, values: Iterable[dt.datetime | None], kind: Any) -> Any:
     """A timestamp column, each distinct time converted once: Arrow converts a Python
     datetime in about a quarter of a microsecond, and a panel's 80,000 rows hold 40
-    cutoffs, one known_at and one availability per answer (a quarter of its to_arrow)."""
+    cutoffs and one known_at."""
     distinct: dict[dt.datetime | None, int] = {}
     # keyed in UTC: two times of one other zone compare equal across a fold (01:30 twice)
     index = [distinct.setdefault(t if t is None or t.tzinfo is dt.UTC else t.astimezone(dt.UTC), len(distinct))
@@ -145,7 +145,7 @@ class _Parts:
         self.parts: list[tuple[Any, ...]] = []
         self.index: list[int] = []
         self._at: dict[Any, int] = {}
-        self._first: list[int] = []
+        self._first: list[int] = []  # each part's first row, to name a row in an error
 
     def add(self, v: FactVersion | None, shown: tuple[FactVersion, ...]) -> None:
         """Row ``len(self.index)``: the part of ``v`` (or of ``shown``, its candidates),
@@ -154,6 +154,7 @@ class _Parts:
         if (at := self._at.get(key)) is None:
             at = self._at[key] = len(self.parts)
             self.parts.append(_version_part(v, shown))
+            self._first.append(len(self.index))
         self.index.append(at)
 
     def answer(self, a: Answer) -> None:
@@ -161,13 +162,18 @@ class _Parts:
         self.add(v, (v,) if v is not None else a.candidates)
 
     def row(self, at: int) -> int:
-        """The first row of part ``at``, to name a row in an error."""
-        if not self._first:
-            first: dict[int, int] = {}
-            for n, part in enumerate(self.index):
-                first.setdefault(part, n)
-            self._first = [first[part] for part in range(len(self.parts))]
+        """The first row of part ``at``."""
         return self._first[at]
+
+
+def _answer_rows(parts: _Parts, answers: Iterable[tuple[Answer, tuple[Any, ...]]]) -> list[tuple[Any, ...]]:
+    """Each answer's own columns, with the columns its kind adds after ``attribute``;
+    its part goes to ``parts``."""
+    rows = []
+    for a, extra in answers:
+        parts.answer(a)
+        rows.append((a.entity, a.attribute, *extra, a.status, a.cutoff, a.known_at))
+    return rows
 
 
 def _rows(result: Any, pa: Any) -> tuple[list[tuple[Any, ...]], _Parts, str, list[tuple[str, Any]]]:
@@ -181,23 +187,14 @@ def _rows(result: Any, pa: Any) -> tuple[list[tuple[Any, ...]], _Parts, str, lis
     if isinstance(result, Panel):
         extra = [("frame", pa.string()), ("first_value", None), ("first_version_id", pa.string()),
                  ("restated", pa.bool_())]
-        rows = []
-        for c in result.cells:
-            a = c.answer
-            parts.answer(a)
-            rows.append((a.entity, a.attribute, c.frame, c.first_value, c.first_version_id, c.restated,
-                         a.status, a.cutoff, a.known_at))
-        return rows, parts, "cells", extra
+        return (_answer_rows(parts, ((c.answer, (c.frame, c.first_value, c.first_version_id, c.restated))
+                                     for c in result.cells)), parts, "cells", extra)
     if isinstance(result, Screen):
-        for a in result.answers:
-            parts.answer(a)
-        return ([(a.entity, a.attribute, result.frame, a.status, a.cutoff, a.known_at) for a in result.answers],
-                parts, "answers", [("frame", pa.string())])
+        return (_answer_rows(parts, ((a, (result.frame,)) for a in result.answers)), parts, "answers",
+                [("frame", pa.string())])
     items = list(result)
     if all(isinstance(x, Answer) for x in items):
-        for a in items:
-            parts.answer(a)
-        return [(a.entity, a.attribute, a.status, a.cutoff, a.known_at) for a in items], parts, "answers", []
+        return _answer_rows(parts, ((a, ()) for a in items)), parts, "answers", []
     if all(isinstance(x, FactVersion) for x in items):
         for v in items:
             parts.add(v, (v,))
@@ -235,7 +232,7 @@ def to_arrow(result: Any, *, decimals: str = "decimal") -> Any:
         own = [n for n in schema.names if n not in _PART]
         arrays = {n: _column(pa, schema.field(n), values, decimals, kind) for n, values in _columns(own, rows)}
         shared = len(parts.parts) < len(parts.index)  # else each row has its own part, in order
-        take = pa.array(parts.index, pa.int32())
+        take = pa.array(parts.index, pa.int32()) if shared else None
         for n, values in _columns(_PART, parts.parts):
             column = _column(pa, schema.field(n), values, decimals, kind, parts.row if shared else None)
             arrays[n] = column.take(take) if shared else column

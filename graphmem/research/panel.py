@@ -253,14 +253,15 @@ class _Plan:
     read_at: dict[tuple[str, int], int] = field(default_factory=dict)  # (key uid, stretch) -> read
     first_at: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # key uid -> (point, read)
     times: facts.Times = field(default_factory=facts.Times)
-    by_frame: dict[tuple[str, str], list[_Key]] = field(init=False)  # (entity, frame) -> keys
+    by_frame: dict[str, dict[str, list[_Key]]] = field(init=False)  # entity -> frame -> keys
 
     def __post_init__(self) -> None:
         self.by_frame = {}
         for entity, keys in self.keys.items():
+            frames = self.by_frame[entity] = {}
             for k in keys:
                 for frame in k.frames:
-                    self.by_frame.setdefault((entity, frame), []).append(k)
+                    frames.setdefault(frame, []).append(k)
 
     def need(self, key: _Key, n: int) -> None:
         """Read ``key`` at cutoff ``n`` (once per stretch)."""
@@ -370,7 +371,7 @@ def _choose(p: _Plan, n: int, selection: screening.Selection, entities: list[str
     """The screen's choice among the entities' keys of one frame read at cutoff ``n``."""
     cutoff = p.query.cutoffs[n]
     fq = replace(p.query.base, selection=selection, cutoff=cutoff, entities=tuple(entities))
-    keyed = [(k, p.at(k, n)) for e in entities for k in p.by_frame.get((e, selection.label), ())
+    keyed = [(k, p.at(k, n)) for e in entities for k in p.by_frame.get(e, {}).get(selection.label, ())
              if p.has(k, n)]
     key_of = {id(a): k for k, a in keyed}
     return [(_cell(a, selection.label, cutoff), key_of.get(id(a)))
@@ -399,10 +400,8 @@ class _Frames:
     latest_first: dict[int, list[str]] = field(default_factory=dict)  # prefix length -> frames
 
     @classmethod
-    def of(cls, keys: Iterable[_Key]) -> _Frames:
-        by_frame: dict[str, list[_Key]] = {}
-        for k in keys:
-            by_frame.setdefault(k.frames[0], []).append(k)
+    def of(cls, by_frame: dict[str, list[_Key]]) -> _Frames:
+        """From the entity's keys by frame (``_Plan.by_frame``'s)."""
         firsts = sorted((min(k.points[0] for k in ks if k.points), f)
                         for f, ks in by_frame.items() if any(k.points for k in ks))
         return cls(by_frame, [m for m, _ in firsts], [f for _, f in firsts])
@@ -423,8 +422,8 @@ def _latest_cells(tx: Tx, scope: Any, p: _Plan) -> Chosen:
     evidence public by the cutoff cannot be one, so only the latest frame holding a
     public key is read first; an entity whose keys there all read not_found (retracted,
     invalidated, below the requirement) tries its next frame in the next round."""
-    index = {e: _Frames.of(keys) for e, keys in p.keys.items()}
-    nothing = _Frames.of(())
+    index = {e: _Frames.of(frames) for e, frames in p.by_frame.items()}
+    nothing = _Frames.of({})
     todo = {(e, n): index.get(e, nothing).public(m) for n, m in enumerate(p.micros) for e in p.universes[n]}
     found: dict[tuple[str, int], str | None] = {}
     while todo:

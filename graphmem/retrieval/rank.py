@@ -2,7 +2,7 @@
 
 A search by meaning scores every memory of its scope in process (vectors.py: one matrix
 product over the scope's vectors, kept coherent with the graph) and sends its best
-candidates, best first, to the text search's own statement (search.hits,
+candidates (in no order) to the text search's own statement (search.hits,
 graphmem/search.py) in place of the full-text index's hits. Everything else is the same
 code: every hard filter - scope, type, entity, task, known_at, erasure, cutoff, status,
 evidence, and for fact keys the read rule itself (fact.read) - decides which candidates
@@ -223,7 +223,9 @@ def _best(meaning: np.ndarray, k: int) -> tuple[np.ndarray, float]:
     ``k`` below their number. ``argpartition`` over a scope's 100,000 scores takes 1-2 ms;
     a threshold from a strided sample of about 1,000 of them leaves a few hundred to
     partition. The answer is the same: when more than ``k`` scores reach the threshold,
-    the ``k + 1`` highest all do (else every score is partitioned)."""
+    the ``k + 1`` highest all do (else every score is partitioned). Scores mostly tied (a
+    zero query vector: 0.5 for all) leave nearly all of them above it: still the same
+    answer, a little slower than partitioning them all."""
     sample = np.sort(meaning[::max(1, len(meaning) // 1024)])
     threshold = sample[-1 - min(len(sample) - 1, 4 * (k + 1) * len(sample) // len(meaning) + 1)]
     above = np.flatnonzero(meaning >= threshold)
