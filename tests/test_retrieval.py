@@ -269,6 +269,11 @@ def test_a_search_by_meaning_never_writes(w):
     w.mem.save_task_state(w.scope, TaskStateIn(task_id="t2", goal="widget lunch"))
     found = w.search("widget", mode="semantic", embedder=toy, unembedded="last")
     assert [h.task_state.task_id for h in found.hits] == ["t1", "t2"] and found.hits[1].rank.semantic_score is None
+    # hybrid with one vector in the scope: no similarity spread, and t2 none at all - it
+    # takes the lowest similarity, and its fused score is a number (it was NaN)
+    fused = {h.task_state.task_id: h.rank.fused_score for h in
+             w.search("widget", mode="hybrid", embedder=toy, unembedded="last").hits}
+    assert sorted(fused) == ["t1", "t2"] and all(math.isfinite(x) for x in fused.values())
     with pytest.raises(InputError, match="graphmem embed"):  # t2 still has no vector
         w.search("widget", mode="semantic", embedder=toy, known_at=before)
     w.mem.embed(w.scope, embedder=toy)

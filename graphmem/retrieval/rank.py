@@ -150,9 +150,9 @@ def _fused(mode: str, sim: Any, text: Any, idents: Any) -> Any:
     else:
         smin, smax = (sim[has].min(), sim[has].max()) if has.any() else (0.0, 0.0)
         tmin, tmax = (text.min(), text.max()) if len(text) else (0.0, 0.0)
+        filled = np.where(has, sim, smin)  # no vector: the lowest similarity (never NaN)
         meaning = (TEXT_WEIGHT * ((text - tmin) / (tmax - tmin) if tmax > tmin else 0.0 * text)
-                   + (1 - TEXT_WEIGHT) * ((np.where(has, sim, smin) - smin) / (smax - smin)
-                                          if smax > smin else 0.0 * sim))
+                   + (1 - TEXT_WEIGHT) * ((filled - smin) / (smax - smin) if smax > smin else 0.0 * filled))
     return 2.0 * idents + meaning
 
 
