@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
 from enum import StrEnum
@@ -405,6 +405,17 @@ class Answer(_Model):
     @property
     def value(self) -> FactValue | None:
         return self.version.value if self.version else None
+
+
+def filed(shown: Sequence[FactVersion]) -> tuple[dt.datetime | None, list[str]]:
+    """Where what an answer shows (its version, or every candidate) came from: the latest
+    availability among them and their sources' ids, each once, first seen first. A panel
+    asks this for every cell, so a lone version takes no generators."""
+    if len(shown) == 1:
+        ids = [e.source_id for e in shown[0].sources]
+        return shown[0].available_by, ids if len(ids) < 2 else list(dict.fromkeys(ids))
+    return (max((x.available_by for x in shown), default=None),
+            list(dict.fromkeys(e.source_id for x in shown for e in x.sources)))
 
 
 class _Tabular:

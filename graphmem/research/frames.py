@@ -28,7 +28,7 @@ from typing import Any
 
 from .. import collector
 from ..errors import InputError
-from ..models import Answer, FactVersion, Screen
+from ..models import Answer, FactVersion, Screen, filed
 
 PRECISION, SCALE = 38, 10
 _QUANTUM = Decimal(1).scaleb(-SCALE)
@@ -122,16 +122,11 @@ def _version_part(v: FactVersion | None, shown: tuple[FactVersion, ...]) -> tupl
     if not shown:  # not_found: no value, and no filings (an empty list, not a null)
         return (None,) * 8 + ([], None)
     first = shown[0]
-    if len(shown) == 1:  # the common case, without the generators the general one needs
-        filings = [e.source_id for e in first.sources]
-        available_by, recorded_at = first.available_by, first.recorded_at
-    else:
-        filings = [e.source_id for x in shown for e in x.sources]
-        available_by, recorded_at = max(x.available_by for x in shown), max(x.recorded_at for x in shown)
+    available_by, filings = filed(shown)
+    recorded_at = first.recorded_at if len(shown) == 1 else max(x.recorded_at for x in shown)
     value = v.value if v else None
     return (value, _text(value), first.unit, first.definition, first.period.start, first.period.end,
-            available_by, recorded_at, list(dict.fromkeys(filings)) if len(filings) > 1 else filings,
-            v.version_id if v else None)
+            available_by, recorded_at, filings, v.version_id if v else None)
 
 
 class _Parts:

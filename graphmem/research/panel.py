@@ -53,7 +53,7 @@ from .. import collector, facts, limits
 from .. import screen as screening
 from ..db import Tx
 from ..errors import InputError
-from ..models import Answer, Explain, FactValue, Period, _Model, _Tabular
+from ..models import Answer, Explain, FactValue, Period, _Model, _Tabular, filed
 from ..values import epoch, from_micros
 
 LATEST: dict[str, tuple[int, int] | None] = {
@@ -353,14 +353,11 @@ def _cell(answer: Answer, frame: str | None, cutoff: dt.datetime) -> PanelCell:
     answer = answer if answer.cutoff == cutoff else answer.model_copy(update={"cutoff": cutoff})
     v = answer.version
     shown = (v,) if v else answer.candidates
-    one = len(shown) == 1  # the common case, without the generators the general one needs
+    available_by, filings = filed(shown)
     return PanelCell(
         entity=answer.entity, frame=frame, cutoff=cutoff, status=answer.status, answer=answer,
         value=v.value if v else None, unit=shown[0].unit if shown else None,
-        period=shown[0].period if shown else None,
-        available_by=shown[0].available_by if one else max((x.available_by for x in shown), default=None),
-        filings=tuple(dict.fromkeys([e.source_id for e in shown[0].sources] if one
-                                    else [e.source_id for x in shown for e in x.sources])),
+        period=shown[0].period if shown else None, available_by=available_by, filings=tuple(filings),
         version_id=v.version_id if v else None)
 
 
