@@ -20,6 +20,7 @@ from world import Q1, Q2, World
 
 from graphmem import Entity, ExperienceIn, InputError, Memory, Scope, TaskStateIn
 from graphmem.retrieval import Embedder, ToyEmbedder, rank
+from graphmem.retrieval.vectors import Scores
 
 DAY0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 WORDS = ("widget", "payment", "declined", "deploy", "rollback", "certificate", "pizza", "lunch")
@@ -131,6 +132,59 @@ def test_the_best_candidates_are_those_a_full_sort_gives(size, distinct, data):
     ranked = np.sort(scores)[::-1]
     assert len(set(best.tolist())) == k and sorted(scores[best].tolist()) == sorted(ranked[:k].tolist())
     assert rest == ranked[k]
+
+
+def dense_meaning(mode: str, sim: np.ndarray, member: np.ndarray, legal: np.ndarray,
+                  text: dict[int, float], idents: dict[int, int]) -> np.ndarray:
+    """The meaning score as the module docstring writes it, over every member of the scope
+    at once: min-max over the members, a member the index did not match scoring text 0."""
+    members = np.flatnonzero(member)
+    s = sim[members].astype(np.float64)
+    t = np.asarray([text.get(i, 0.0) for i in members])
+    n = np.asarray([idents.get(i, 0) for i in members], np.float64)
+    has = ~np.isnan(s)
+    if mode == "semantic":
+        m = np.where(has, s, 0.0)
+    else:
+        lo, hi = (s[has].min(), s[has].max()) if has.any() else (0.0, 0.0)
+        f = np.where(has, s, lo)
+        tmin, tmax = (t.min(), t.max()) if len(t) else (0.0, 0.0)
+        m = (rank.TEXT_WEIGHT * ((t - tmin) / (tmax - tmin) if tmax > tmin else 0 * t)
+             + (1 - rank.TEXT_WEIGHT) * ((f - lo) / (hi - lo) if hi > lo else 0 * f))
+    out = dict(zip(members.tolist(), (2.0 * n + m).tolist(), strict=True))
+    return np.asarray([out[i] for i in legal])
+
+
+@settings(max_examples=300, deadline=None)
+@given(size=st.integers(1, 60), mode=st.sampled_from(("semantic", "hybrid")), data=st.data())
+def test_the_meaning_score_is_the_documented_one(size, mode, data):
+    """rank._fused adds the full-text scores and identifiers where the index matched
+    (sparse) and normalises over the members: the same scores as the formula computed
+    densely over every member - scopes whose every member the index matched (the text's
+    minimum is then not 0), members without a vector, spans of one value, matches outside
+    the members or the copy included."""
+    draw = data.draw
+    sim = np.asarray(draw(st.lists(st.none() | st.sampled_from((0.1, 0.5, 0.5, 0.9)) | st.floats(0, 1),
+                                   min_size=size, max_size=size)), dtype=float)
+    sim = np.where(np.isnan(sim), np.nan, sim).astype(np.float32)
+    member = np.asarray(draw(st.lists(st.booleans(), min_size=size, max_size=size)))
+    legal = np.asarray(sorted(draw(st.sets(st.sampled_from(np.flatnonzero(member).tolist())))
+                              if member.any() else []), np.int64)
+    ids = [f"m{i}" for i in range(size)]
+    text = draw(st.dictionaries(st.integers(0, size + 2), st.floats(0.1, 9)))  # beyond size: not in the copy
+    idents = draw(st.dictionaries(st.integers(0, size + 2), st.integers(1, 2)))
+    scores = Scores(ids, {m: i for i, m in enumerate(ids)}, np.zeros(size, bool), sim, member, legal,
+                            0, _span(sim[member]))
+    found = rank._Lookup({f"m{i}": v for i, v in text.items()}, {f"m{i}": v for i, v in idents.items()})
+    inside = {i: v for i, v in text.items() if i < size and member[i]}
+    expected = dense_meaning(mode, sim, member, legal, inside,
+                             {i: v for i, v in idents.items() if i < size and member[i]})
+    assert np.allclose(rank._fused(mode, scores, found), expected, rtol=0, atol=1e-12)
+
+
+def _span(sim: np.ndarray) -> tuple[float, float]:
+    has = sim[~np.isnan(sim)]
+    return (float(has.min()), float(has.max())) if len(has) else (0.0, 0.0)
 
 
 # ------------------------------------------------------------------ behaviour

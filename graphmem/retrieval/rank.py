@@ -142,28 +142,41 @@ def _as_of(q: dict[str, Any], prepared: dict[str, Any]) -> dict[str, Any]:
     return {"known_at": min(asked, last) if last is not None else asked, "cutoff": q["cutoff"] or asked}
 
 
-def _fused(mode: str, sim: Any, text: Any, idents: Any) -> Any:
-    """The meaning score of each member (the module docstring), as a numpy array."""
-    has = ~np.isnan(sim)
+def _fused(mode: str, scores: vectors.Scores, found: _Lookup) -> np.ndarray:
+    """The meaning score of each legal member (the module docstring), as a numpy array in
+    the order of ``scores.legal``. The normalisations are over every member (the legal
+    ones and those the filters removed), as the module docstring says; the full-text
+    scores and identifiers are sparse (the index's matches), so they are added where they
+    fall rather than spread over the scope."""
+    meaning = scores.similarity[scores.legal].astype(np.float64)
+    missing = np.isnan(meaning)
     if mode == "semantic":
-        meaning = np.where(has, sim, 0.0)
+        meaning[missing] = 0.0
     else:
-        smin, smax = (sim[has].min(), sim[has].max()) if has.any() else (0.0, 0.0)
-        tmin, tmax = (text.min(), text.max()) if len(text) else (0.0, 0.0)
-        filled = np.where(has, sim, smin)  # no vector: the lowest similarity (never NaN)
-        meaning = (TEXT_WEIGHT * ((text - tmin) / (tmax - tmin) if tmax > tmin else 0.0 * text)
-                   + (1 - TEXT_WEIGHT) * ((filled - smin) / (smax - smin) if smax > smin else 0.0 * filled))
-    return 2.0 * idents + meaning
+        smin, smax = scores.span
+        meaning[missing] = smin  # no vector: the lowest similarity (never NaN)
+        meaning -= smin
+        meaning *= (1 - TEXT_WEIGHT) / (smax - smin) if smax > smin else 0.0
+        at, text = scores.members_in(found.text)
+        if len(text):
+            # a member the index did not match scores 0 (then tmin is 0, and so is its part)
+            tmin = 0.0 if len(text) < np.count_nonzero(scores.member) else text.min()
+            tmax = max(text.max(), 0.0)
+            if tmax > tmin:
+                _add(meaning, scores.legal, at, TEXT_WEIGHT * (text - tmin) / (tmax - tmin))
+    at, idents = scores.members_in(found.idents)
+    _add(meaning, scores.legal, at, 2.0 * idents)
+    return meaning
 
 
-def _by_id(values: dict[str, float] | dict[str, int], index: dict[str, int], size: int) -> Any:
-    """A dict by memory id as an array over the scope's memories (0 where absent)."""
-    out = np.zeros(size)
-    for memory_id, value in values.items():
-        i = index.get(memory_id)
-        if i is not None and i < size:
-            out[i] = value
-    return out
+def _add(meaning: np.ndarray, legal: np.ndarray, at: np.ndarray, values: np.ndarray) -> None:
+    """``values`` added to the members ``at`` (scope indexes) that are legal."""
+    if not len(at):
+        return
+    place = np.searchsorted(legal, at)
+    hit = place < len(legal)
+    hit[hit] = legal[place[hit]] == at[hit]
+    meaning[place[hit]] += values[hit]
 
 
 def run(memory: Any, scope: Scope, q: dict[str, Any], embedder: Embedder, *,
@@ -181,26 +194,19 @@ def run(memory: Any, scope: Scope, q: dict[str, Any], embedder: Embedder, *,
         lucene=_Lookup.queries(scope, q), **asked), "search")
     check_space(prepared["space"], embedder)
     q = {**q, **_as_of(q, prepared)}
-    scores = vectors.scores(memory.db, scope, embedder.name, copy, asked, prepared, vector,
-                            facts.entity_uid(scope, q["entity"]) if q["entity"] else None)
-    found = _Lookup.of(scope, q, prepared["found"])
-    size = len(scores.similarity)
-    members = scores.searchable()
-    unready = int(np.count_nonzero(scores.state[members] == vectors.UNREADY))
-    if unready and unembedded == "refuse":
-        raise InputError("embedder", f"{unready} memories of scope {scope.id} have no vector "
-                                     f"by {embedder.name} yet: embed them first with `graphmem embed "
-                                     "--embedder ...` (Memory.embed); a search never writes")
-    meaning = _fused(q["mode"], scores.similarity[members], _by_id(found.text, scores.index, size)[members],
-                     _by_id(found.idents, scores.index, size)[members])
     # only the memories of the types asked for, recorded by known_at and public by the
     # cutoff are sent: search.hits' first filters would remove the others
     wants_facts, wants_others = "fact" in q["types"], any(t != "fact" for t in q["types"])
-    keep = (scores.recorded[members] <= values.micros(q["known_at"])) & (
-        scores.available[members] <= values.micros(q["cutoff"]))
-    if not (wants_facts and wants_others):
-        keep &= scores.fact[members] == wants_facts
-    members, meaning = members[keep], meaning[keep]
+    scores = vectors.scores(memory.db, scope, embedder.name, copy, asked, prepared, vector,
+                            facts.entity_uid(scope, q["entity"]) if q["entity"] else None,
+                            values.micros(q["known_at"]), values.micros(q["cutoff"]),
+                            None if wants_facts and wants_others else wants_facts)
+    if scores.unready and unembedded == "refuse":
+        raise InputError("embedder", f"{scores.unready} memories of scope {scope.id} have no vector "
+                                     f"by {embedder.name} yet: embed them first with `graphmem embed "
+                                     "--embedder ...` (Memory.embed); a search never writes")
+    found = _Lookup.of(scope, q, prepared["found"])
+    members, meaning = scores.legal, _fused(q["mode"], scores, found)
     ev = _evaluate(memory, scope, q, scores, members, meaning)
     top = ev.ranked[:q["limit"]]
     best = max(found.text.values(), default=0.0)

@@ -57,17 +57,19 @@ LangGraph item put with ``index=False``: never similar); no longer searchable (e
 
 @dataclass
 class Scores:
-    """A query's view of a scope: its memories (ids, their index, fact flags, state) and
-    their similarity in [0, 1] ((1 + cos) / 2, Neo4j's convention; NaN without a vector)."""
+    """A query's view of a scope as it stood at one look: its memories (ids and their
+    index), each one's similarity in [0, 1] ((1 + cos) / 2, Neo4j's convention; NaN
+    without a vector), which memories a search ranks (``member``: not erased, about the
+    entity when one is asked for) and, of those, the ones its filters leave (``legal``)."""
 
     ids: list[str]
     index: dict[str, int]
     fact: np.ndarray
-    state: np.ndarray
-    similarity: np.ndarray
-    about: np.ndarray | None  # with an entity: the indexes of the memories about it
-    recorded: np.ndarray  # recorded_at, epoch microseconds
-    available: np.ndarray  # available_by, epoch microseconds (EARLIEST when it has none)
+    similarity: np.ndarray  # float32, one per memory
+    member: np.ndarray  # bool, one per memory
+    legal: np.ndarray  # the members recorded by known_at, public by the cutoff, of the types asked: indexes, sorted
+    unready: int  # members with no vector by the embedder yet
+    span: tuple[float, float]  # the members' lowest and highest similarity (0, 0 when none has a vector)
 
     def of(self, memory_id: str) -> float | None:
         """One memory's similarity (None: no vector, or not in this copy)."""
@@ -76,12 +78,13 @@ class Scores:
             return None
         return float(self.similarity[i])
 
-    def searchable(self) -> np.ndarray:
-        """The indexes of the memories a search ranks: every one not erased (and about
-        the entity, when one is asked for)."""
-        if self.about is None:
-            return np.flatnonzero(self.state != GONE)
-        return self.about[self.state[self.about] != GONE]
+    def members_in(self, values: dict[str, float] | dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+        """The members among a dict's memory ids: their indexes and values (a memory
+        written after this copy's look is not one)."""
+        at = np.fromiter((self.index.get(memory_id, -1) for memory_id in values), np.int64, len(values))
+        ok = (at >= 0) & (at < len(self.member))
+        ok[ok] = self.member[at[ok]]
+        return at[ok], np.fromiter(values.values(), np.float64, len(values))[ok]
 
 
 def _grown(array: np.ndarray, size: int, fill: Any) -> np.ndarray:
@@ -210,8 +213,15 @@ class ScopeVectors:
             size = max(self.used + n, 2 * len(self.rows), 64)
             self.rows, self.owner = _grown(self.rows, size, 0.0), _grown(self.owner, size, -1)
 
-    def scores(self, query: list[float], entity_uid: str | None) -> Scores:
-        """Every memory's similarity to the query vector (a zero query: 0.5 for all)."""
+    def scores(self, query: list[float], entity_uid: str | None, known_at: int, cutoff: int,
+               facts: bool | None) -> Scores:
+        """Every memory's similarity to the query vector (a zero query: 0.5 for all), and
+        which of them a search with these filters ranks: ``known_at`` and ``cutoff`` in
+        epoch microseconds, ``facts`` True or False for fact versions only or none of them
+        (None: both). Decided here, under the lock, so that another search catching the
+        copy up meanwhile changes nothing this one sees; and over the whole scope in a few
+        passes that allocate little, since a search's time goes with the memory it sweeps
+        (the matrix product already reads every vector)."""
         q = np.asarray(query, np.float32)
         norm = np.linalg.norm(q)
         q = q / norm if norm > 0 else q
@@ -219,20 +229,36 @@ class ScopeVectors:
         per_row = self.rows[:self.used] @ q  # float32: within 1e-6 of Neo4j's own cosine
         per_row += 1.0
         per_row *= 0.5
-        per_row = per_row.astype(np.float64)
         if self.aligned:
             similarity = per_row
         else:
-            similarity = np.full(count, -np.inf)
+            similarity = np.full(count, -np.inf, np.float32)
             live = self.owner[:self.used] >= 0
             np.maximum.at(similarity, self.owner[:self.used][live], per_row[live])
-        state = self.state[:count].copy()
+        state = self.state[:count]
         similarity[state != VECTORS] = np.nan
         # the id list and index only grow (a reload replaces them): their first `count`
         # entries stay this copy's
-        about = None if entity_uid is None else np.asarray(self.about.get(entity_uid, []), np.int64)
-        return Scores(self.ids, self.index, self.fact[:count].copy(), state, similarity, about,
-                      self.recorded[:count].copy(), self.available[:count].copy())
+        if entity_uid is None:
+            member = state != GONE
+            ok = member & (self.recorded[:count] <= known_at) & (self.available[:count] <= cutoff)
+            if facts is not None:
+                ok &= self.fact[:count] == facts
+            legal, unready = np.flatnonzero(ok), int(np.count_nonzero(state == UNREADY))
+            low, high = np.fmin.reduce(similarity, initial=np.nan), np.fmax.reduce(similarity, initial=np.nan)
+        else:
+            about = np.asarray(self.about.get(entity_uid, []), np.int64)
+            about = about[state[about] != GONE]
+            member = np.zeros(count, bool)
+            member[about] = True
+            ok = (self.recorded[about] <= known_at) & (self.available[about] <= cutoff)
+            if facts is not None:
+                ok &= self.fact[about] == facts
+            legal, unready = about[ok], int(np.count_nonzero(state[about] == UNREADY))
+            low, high = (np.fmin.reduce(similarity[about], initial=np.nan),
+                         np.fmax.reduce(similarity[about], initial=np.nan))
+        span = (0.0, 0.0) if np.isnan(low) else (float(low), float(high))
+        return Scores(self.ids, self.index, self.fact[:count].copy(), similarity, member, legal, unready, span)
 
 
 class VectorCache:
@@ -262,12 +288,14 @@ def since(vectors: ScopeVectors) -> dict[str, Any]:
 
 
 def scores(db: Any, scope: Scope, name: str, vectors: ScopeVectors, asked: dict[str, Any],
-           prepared: dict[str, Any], query: list[float], entity_uid: str | None) -> Scores:
+           prepared: dict[str, Any], query: list[float], entity_uid: str | None, known_at: int,
+           cutoff: int, facts: bool | None) -> Scores:
     """Catch up with the graph (``prepared``: a ``retrieval.prepare`` row read with the
     parameters ``asked``, :func:`since`'s), then score every memory of the scope against
-    ``query``. Its rows (each memory as it stood at that look) cover every change after
-    ``asked["since"]``, so they bring the copy up to date whenever it stands at or after
-    that point: another thread's look may have moved it meanwhile."""
+    ``query`` and apply the search's filters (:meth:`ScopeVectors.scores`). Its rows (each
+    memory as it stood at that look) cover every change after ``asked["since"]``, so they
+    bring the copy up to date whenever it stands at or after that point: another thread's
+    look may have moved it meanwhile."""
     with vectors.lock:
         same = prepared["store"] == vectors.store and vectors.last is not None
         if same and prepared["last"] is not None and prepared["last"] <= vectors.last:
@@ -281,4 +309,4 @@ def scores(db: Any, scope: Scope, name: str, vectors: ScopeVectors, asked: dict[
                                    chunk=CHUNK))
             vectors.__dict__.update({k: v for k, v in fresh.__dict__.items() if k != "lock"})
             vectors.store, vectors.last = prepared["store"], prepared["last"]
-        return vectors.scores(query, entity_uid)
+        return vectors.scores(query, entity_uid, known_at, cutoff, facts)
