@@ -14,6 +14,8 @@ from procs import env
 
 from graphmem import Memory, TaskStateIn
 from graphmem.cli import main
+from graphmem.eval import locomo
+from graphmem.retrieval.embedders import Embedder, ToyEmbedder
 
 TINY = Path(__file__).parent / "fixtures" / "locomo_tiny.json"  # LoCoMo's format, made up
 
@@ -81,4 +83,28 @@ def test_locomo_format_is_loaded_and_scored_per_category(mem, tmp_path: Path):
     assert result.exit_code == 0 and report["loaded"] == {**report["loaded"], "turns": 5, "questions": 2}
     groups = report["rungs"]["hybrid"]["groups"]
     assert set(groups) == {"all", "multi-hop", "single-hop"} and groups["single-hop"]["recall@5"] == 1.0
+    assert left(mem, report["tenant"]) == 0
+
+
+class QuerySide:
+    """An embedder that embeds a query apart from passages (as bge's and e5's do): a
+    question is embedded as the text of its evidence turn, a passage as itself."""
+
+    answers = {"What breed is Ann's puppy?": "A beagle, he loves the park",
+               "What instrument did Bob start?": "I started learning the violin"}
+
+    def __init__(self) -> None:
+        self.toy = ToyEmbedder()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.toy(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.toy([self.answers.get(text, text)])[0]
+
+
+def test_locomo_asks_each_question_with_the_embedders_query_side(mem):
+    report = locomo.run(mem, TINY, Embedder(QuerySide(), name="query-side"))
+    # asked as a passage, a question's own words would rank another turn first
+    assert report["rungs"]["semantic"]["groups"]["all"]["mrr"] == 1.0
     assert left(mem, report["tenant"]) == 0

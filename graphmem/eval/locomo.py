@@ -87,15 +87,27 @@ def load(store: Any, path: Path, loaded: dict[str, Any]) -> Iterator[tuple[tuple
 
 
 def store_for(memory: Any, tenant: str, embedder: Any) -> Any:
-    """A LangGraph store of the tenant, indexing each turn's text with the embedder."""
+    """A LangGraph store of the tenant, indexing each turn's text with the embedder and
+    embedding each question with its query side (a model that embeds queries apart from
+    passages, as bge's and e5's do, would otherwise be asked the question as a passage:
+    LangGraph embeds a query with ``embed_query`` only when given an Embeddings object)."""
+    from langchain_core.embeddings import Embeddings
+
     from ..integrations.langgraph import GraphmemStore
+
+    class Sides(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return embedder.documents(texts)
+
+        def embed_query(self, text: str) -> list[float]:
+            return embedder.query(text)
 
     if embedder is None:
         return GraphmemStore(memory, tenant=tenant)
     if embedder.dims is None:
         embedder.query("dimension probe")
     return GraphmemStore(memory, tenant=tenant, index={
-        "dims": embedder.dims, "embed": embedder.documents, "fields": ["text"], "name": embedder.name})
+        "dims": embedder.dims, "embed": Sides(), "fields": ["text"], "name": embedder.name})
 
 
 def run(memory: Any, path: Path, embedder: Any = None, limit: int = 10) -> dict[str, Any]:
