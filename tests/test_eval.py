@@ -108,3 +108,20 @@ def test_locomo_asks_each_question_with_the_embedders_query_side(mem):
     # asked as a passage, a question's own words would rank another turn first
     assert report["rungs"]["semantic"]["groups"]["all"]["mrr"] == 1.0
     assert left(mem, report["tenant"]) == 0
+
+
+def test_locomo_embeds_each_turn_whole_speaker_included(mem):
+    """A question names the person a turn's words do not ("What did Bob start?" - "I
+    started learning the violin"): each turn is embedded with its speaker and date, as
+    the full-text rung finds it."""
+    documents: list[str] = []
+
+    class Recording(QuerySide):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            documents.extend(texts)
+            return super().embed_documents(texts)
+
+    locomo.run(mem, TINY, Embedder(Recording(), name="recording"))
+    turns = json.loads(TINY.read_text())
+    for turn in turns["session_1"] + turns["session_2"]:
+        assert any(turn["text"] in d and turn["speaker"] in d and "May 2023" in d for d in documents), turn

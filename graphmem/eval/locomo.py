@@ -8,8 +8,9 @@ is not in the conversation). PATH is a file (one conversation, or a list of them
 ``{"conversation": ..., "qa": ...}`` records as in ``locomo10.json``) or a folder of them.
 
 Each conversation is loaded into its own namespace through ``GraphmemStore`` (a turn is
-an item keyed by its dia_id, ``{"speaker", "text", "session"}``, its ``text`` indexed
-when an embedder is given), in a throwaway tenant removed afterwards; each question of
+an item keyed by its dia_id, ``{"speaker", "text", "session"}``, the whole item embedded
+when an embedder is given: what the full-text rung finds it by, speaker and date
+included, which the questions name), in a throwaway tenant removed afterwards; each question of
 categories 1-4 is searched in its own namespace on every rung (``Memory.search`` with
 ``match="any"``: the words of a question are never all in a turn), and the dia_ids of
 the hits are scored against its evidence: recall@5/@10 and MRR per category, latency.
@@ -87,10 +88,13 @@ def load(store: Any, path: Path, loaded: dict[str, Any]) -> Iterator[tuple[tuple
 
 
 def store_for(memory: Any, tenant: str, embedder: Any) -> Any:
-    """A LangGraph store of the tenant, indexing each turn's text with the embedder and
-    embedding each question with its query side (a model that embeds queries apart from
-    passages, as bge's and e5's do, would otherwise be asked the question as a passage:
-    LangGraph embeds a query with ``embed_query`` only when given an Embeddings object)."""
+    """A LangGraph store of the tenant, embedding each turn whole (LangGraph's default
+    field, ``$``: the same item the full-text index holds; its text alone leaves out the
+    speaker a question asks about, and the semantic rung then found a quarter of the
+    evidence where it finds half: docs/PERFORMANCE.md) and each question with the
+    embedder's query side (a model that embeds queries apart from passages, as bge's and
+    e5's do, would otherwise be asked the question as a passage: LangGraph embeds a query
+    with ``embed_query`` only when given an Embeddings object)."""
     from langchain_core.embeddings import Embeddings
 
     from ..integrations.langgraph import GraphmemStore
@@ -107,7 +111,7 @@ def store_for(memory: Any, tenant: str, embedder: Any) -> Any:
     if embedder.dims is None:
         embedder.query("dimension probe")
     return GraphmemStore(memory, tenant=tenant, index={
-        "dims": embedder.dims, "embed": Sides(), "fields": ["text"], "name": embedder.name})
+        "dims": embedder.dims, "embed": Sides(), "name": embedder.name})
 
 
 def run(memory: Any, path: Path, embedder: Any = None, limit: int = 10) -> dict[str, Any]:
