@@ -111,9 +111,9 @@ def test_locomo_asks_each_question_with_the_embedders_query_side(mem):
 
 
 def test_locomo_embeds_each_turn_whole_speaker_included(mem):
-    """A question names the person a turn's words do not ("What did Bob start?" - "I
-    started learning the violin"): each turn is embedded with its speaker and date, as
-    the full-text rung finds it."""
+    """A question names the person a turn's words do not ("What instrument did Bob
+    start?" - "I started learning the violin"): each turn is embedded with its speaker and
+    date, as the full-text rung finds it."""
     documents: list[str] = []
 
     class Recording(QuerySide):

@@ -11,6 +11,7 @@ import itertools
 import math
 import uuid
 from decimal import Decimal
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from world import Q1, Q2, World
 
 from graphmem import Entity, ExperienceIn, InputError, Memory, Scope, TaskStateIn
 from graphmem.retrieval import Embedder, ToyEmbedder, rank
-from graphmem.retrieval.vectors import Scores
+from graphmem.retrieval.vectors import ScopeVectors, Scores
 
 DAY0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 WORDS = ("widget", "payment", "declined", "deploy", "rollback", "certificate", "pizza", "lunch")
@@ -134,6 +135,64 @@ def test_the_best_candidates_are_those_a_full_sort_gives(size, distinct, data):
     assert rest == ranked[k]
 
 
+DIMS = 3
+vector_lists = st.none() | st.just([]) | st.lists(st.integers(-2, 2).map(float), min_size=DIMS, max_size=DIMS) \
+    | st.lists(st.integers(-2, 2).map(float), min_size=2 * DIMS, max_size=2 * DIMS)  # two vectors: best of them
+
+
+@st.composite
+def memory_rows(draw: Any, i: int, vectors_of: Any = vector_lists) -> dict[str, Any]:
+    """A memory as retrieval.vector_row gives it (times as epoch microseconds)."""
+    return {"id": f"m{i}", "fact": draw(st.booleans()), "alive": draw(st.booleans()),
+            "embedding": draw(vectors_of), "entities": draw(st.lists(st.sampled_from(("e1", "e2")), unique=True)),
+            "recorded": draw(st.integers(0, 4)), "available": draw(st.none() | st.integers(0, 4))}
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_a_copys_scores_and_filters_are_each_memorys_own(data):
+    """ScopeVectors.scores over a copy read whole, then caught up (memories added,
+    erased, re-embedded, given several vectors): each memory's similarity is the best of
+    its vectors' (NaN without one); the members are those not erased (about the entity,
+    when one is asked for); the legal ones those recorded by known_at, public by the
+    cutoff, of the types asked; unready counts the members with no vector yet; the span
+    is the members' similarity range."""
+    draw = data.draw
+    first = [draw(memory_rows(i, st.none() | st.just([]) | vector_lists.filter(lambda v: v is None or len(v) <= DIMS)))
+             for i in range(draw(st.integers(0, 12)))]
+    later = [draw(memory_rows(draw(st.integers(0, 16)))) for _ in range(draw(st.integers(0, 8)))]
+    copy = ScopeVectors(DIMS)
+    copy.load([{"ids": [r["id"] for r in first], "embedding": [[r["embedding"]] for r in first]}
+               | {k: [r[k] for r in first] for k in ("fact", "alive", "entities", "recorded", "available")}])
+    copy.apply(later)
+    now: dict[str, dict[str, Any]] = {}
+    for row in first + later:  # a memory's type, entities and times are its first row's
+        now[row["id"]] = {**row, **now.get(row["id"], {}), "alive": row["alive"], "embedding": row["embedding"]}
+    query = draw(st.lists(st.integers(-2, 2).map(float), min_size=DIMS, max_size=DIMS))
+    entity, facts = draw(st.sampled_from((None, "e1", "e2"))), draw(st.sampled_from((None, True, False)))
+    known_at, cutoff = draw(st.integers(0, 4)), draw(st.integers(0, 4))
+    got = copy.scores(query, entity, known_at, cutoff, facts)
+
+    def similarity(embedding: list[float] | None) -> float:
+        if not embedding:
+            return math.nan
+        q = np.asarray(query) / (np.linalg.norm(query) or 1)
+        parts = np.asarray(embedding).reshape(-1, DIMS)
+        return max((1 + p @ q / (np.linalg.norm(p) or 1)) / 2 for p in parts)
+
+    rows = [now[memory_id] for memory_id in got.ids]
+    expected = np.asarray([similarity(r["embedding"]) if r["alive"] else math.nan for r in rows])
+    assert np.allclose(got.similarity, expected, atol=1e-6, equal_nan=True)
+    member = [r["alive"] and (entity is None or entity in r["entities"]) for r in rows]
+    assert got.member.tolist() == member
+    assert got.legal.tolist() == [i for i, r in enumerate(rows) if member[i] and r["recorded"] <= known_at
+                                  and (r["available"] is None or r["available"] <= cutoff)
+                                  and (facts is None or r["fact"] == facts)]
+    assert got.unready == sum(1 for i, r in enumerate(rows) if member[i] and r["embedding"] is None)
+    sims = [s for s, m in zip(expected, member, strict=True) if m and not math.isnan(s)]
+    assert np.allclose(got.span, (min(sims), max(sims)) if sims else (0.0, 0.0), atol=1e-6)
+
+
 def dense_meaning(mode: str, sim: np.ndarray, member: np.ndarray, legal: np.ndarray,
                   text: dict[int, float], idents: dict[int, int]) -> np.ndarray:
     """The meaning score as the module docstring writes it, over every member of the scope
@@ -159,10 +218,10 @@ def dense_meaning(mode: str, sim: np.ndarray, member: np.ndarray, legal: np.ndar
 @given(size=st.integers(1, 60), mode=st.sampled_from(("semantic", "hybrid")), data=st.data())
 def test_the_meaning_score_is_the_documented_one(size, mode, data):
     """rank._fused adds the full-text scores and identifiers where the index matched
-    (sparse) and normalises over the members: the same scores as the formula computed
-    densely over every member - scopes whose every member the index matched (the text's
-    minimum is then not 0), members without a vector, spans of one value, matches outside
-    the members or the copy included."""
+    (sparse) and normalises over the members: the same scores, to the bit (a tie decides
+    an order), as the formula computed densely over every member - scopes whose every
+    member the index matched (the text's minimum is then not 0), members without a
+    vector, spans of one value, matches outside the members or the copy included."""
     draw = data.draw
     sim = np.asarray(draw(st.lists(st.none() | st.sampled_from((0.1, 0.5, 0.5, 0.9)) | st.floats(0, 1),
                                    min_size=size, max_size=size)), dtype=float)
@@ -170,16 +229,18 @@ def test_the_meaning_score_is_the_documented_one(size, mode, data):
     member = np.asarray(draw(st.lists(st.booleans(), min_size=size, max_size=size)))
     legal = np.asarray(sorted(draw(st.sets(st.sampled_from(np.flatnonzero(member).tolist())))
                               if member.any() else []), np.int64)
-    ids = [f"m{i}" for i in range(size)]
-    text = draw(st.dictionaries(st.integers(0, size + 2), st.floats(0.1, 9)))  # beyond size: not in the copy
-    idents = draw(st.dictionaries(st.integers(0, size + 2), st.integers(1, 2)))
+    # ids beyond size: in the index, written after this look (another search caught the
+    # copy up meanwhile); beyond size + 2: never in the copy
+    ids = [f"m{i}" for i in range(size + 3)]
+    text = draw(st.dictionaries(st.integers(0, size + 5), st.floats(0.1, 9)))
+    idents = draw(st.dictionaries(st.integers(0, size + 5), st.integers(1, 2)))
     scores = Scores(ids, {m: i for i, m in enumerate(ids)}, np.zeros(size, bool), sim, member, legal,
                             0, _span(sim[member]))
     found = rank._Lookup({f"m{i}": v for i, v in text.items()}, {f"m{i}": v for i, v in idents.items()})
     inside = {i: v for i, v in text.items() if i < size and member[i]}
     expected = dense_meaning(mode, sim, member, legal, inside,
                              {i: v for i, v in idents.items() if i < size and member[i]})
-    assert np.allclose(rank._fused(mode, scores, found), expected, rtol=0, atol=1e-12)
+    assert np.array_equal(rank._fused(mode, scores, found), expected)  # ties are exact: the same bits
 
 
 def _span(sim: np.ndarray) -> tuple[float, float]:

@@ -90,14 +90,19 @@ def load(store: Any, path: Path, loaded: dict[str, Any]) -> Iterator[tuple[tuple
 def store_for(memory: Any, tenant: str, embedder: Any) -> Any:
     """A LangGraph store of the tenant, embedding each turn whole (LangGraph's default
     field, ``$``: the same item the full-text index holds; its text alone leaves out the
-    speaker a question asks about, and the semantic rung then found a quarter of the
-    evidence where it finds half: docs/PERFORMANCE.md) and each question with the
-    embedder's query side (a model that embeds queries apart from passages, as bge's and
-    e5's do, would otherwise be asked the question as a passage: LangGraph embeds a query
-    with ``embed_query`` only when given an Embeddings object)."""
-    from langchain_core.embeddings import Embeddings
-
+    speaker a question asks about - MiniLM alone then found a quarter of the evidence
+    where it finds half: docs/PERFORMANCE.md) and each question with the embedder's
+    query side (a model that embeds queries apart from passages, as bge's and e5's do,
+    would otherwise be asked the question as a passage: LangGraph embeds a query with
+    ``embed_query`` only when given an Embeddings object)."""
     from ..integrations.langgraph import GraphmemStore
+
+    if embedder is None:
+        return GraphmemStore(memory, tenant=tenant)
+    if embedder.dims is None:
+        embedder.query("dimension probe")
+
+    from langchain_core.embeddings import Embeddings
 
     class Sides(Embeddings):
         def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -106,10 +111,6 @@ def store_for(memory: Any, tenant: str, embedder: Any) -> Any:
         def embed_query(self, text: str) -> list[float]:
             return embedder.query(text)
 
-    if embedder is None:
-        return GraphmemStore(memory, tenant=tenant)
-    if embedder.dims is None:
-        embedder.query("dimension probe")
     return GraphmemStore(memory, tenant=tenant, index={
         "dims": embedder.dims, "embed": Sides(), "name": embedder.name})
 

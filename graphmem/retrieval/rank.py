@@ -155,15 +155,19 @@ def _fused(mode: str, scores: vectors.Scores, found: _Lookup) -> np.ndarray:
     else:
         smin, smax = scores.span
         meaning[missing] = smin  # no vector: the lowest similarity (never NaN)
-        meaning -= smin
-        meaning *= (1 - TEXT_WEIGHT) / (smax - smin) if smax > smin else 0.0
+        if smax > smin:  # the formula's operations in its order: the same bits, so the same ties
+            meaning -= smin
+            meaning /= smax - smin
+            meaning *= 1 - TEXT_WEIGHT
+        else:
+            meaning[:] = 0.0
         at, text = scores.members_in(found.text)
         if len(text):
             # a member the index did not match scores 0 (then tmin is 0, and so is its part)
             tmin = 0.0 if len(text) < np.count_nonzero(scores.member) else text.min()
             tmax = max(text.max(), 0.0)
             if tmax > tmin:
-                _add(meaning, scores.legal, at, TEXT_WEIGHT * (text - tmin) / (tmax - tmin))
+                _add(meaning, scores.legal, at, TEXT_WEIGHT * ((text - tmin) / (tmax - tmin)))
     at, idents = scores.members_in(found.idents)
     _add(meaning, scores.legal, at, 2.0 * idents)
     return meaning
