@@ -247,7 +247,7 @@ class ScopeVectors:
             legal, unready = np.flatnonzero(ok), int(np.count_nonzero(state == UNREADY))
             low, high = np.fmin.reduce(similarity, initial=np.nan), np.fmax.reduce(similarity, initial=np.nan)
         else:
-            about = np.asarray(self.about.get(entity_uid, []), np.int64)
+            about = np.unique(np.asarray(self.about.get(entity_uid, []), np.int64))  # sorted, once each
             about = about[state[about] != GONE]
             member = np.zeros(count, bool)
             member[about] = True
