@@ -73,14 +73,13 @@ fn, "fields": ["text"]})`` takes LangGraph's own index configuration: each put e
 the value's fields (``"$"``, the default, is the whole value, as the full-text index
 holds it: on LoCoMo MiniLM alone finds 54.5% of the evidence so, 26.6% from the text
 field alone, the speaker and date being what questions name - docs/PERFORMANCE.md;
-``put(..., index=[...])``
-other fields, ``index=False`` none) and stores the vectors on the item's version; a
-search with a query then ranks by cosine similarity (the best of an item's fields) among
-the items that pass graphmem's filters (scope, time, status: graphmem/retrieval), and
-``SearchItem.score`` is the cosine. Items with no vector come after the scored ones,
-with score None, as in ``InMemoryStore``. ``as_of`` views search by meaning too. The
-embedder's name (its qualified name, or ``index["name"]``) and ``dims`` are recorded per
-namespace; another embedder is refused (InputError).
+``put(..., index=[...])`` other fields, ``index=False`` none) and stores the vectors on
+the item's version; a search with a query then ranks by cosine similarity (the best of
+an item's fields) among the items that pass graphmem's filters (scope, time, status:
+graphmem/retrieval), and ``SearchItem.score`` is the cosine. Items with no vector come
+after the scored ones, with score None, as in ``InMemoryStore``. ``as_of`` views search
+by meaning too. The embedder's name (its qualified name, or ``index["name"]``) and
+``dims`` are recorded per namespace; another embedder is refused (InputError).
 
 Differences from ``InMemoryStore``: ``list_namespaces`` lists only namespaces that hold
 an item (``InMemoryStore`` also lists those that were only read, or whose items were all
