@@ -10,10 +10,11 @@ is not in the conversation). PATH is a file (one conversation, or a list of them
 Each conversation is loaded into its own namespace through ``GraphmemStore`` (a turn is
 an item keyed by its dia_id, ``{"speaker", "text", "session"}``, the whole item embedded
 when an embedder is given: what the full-text rung finds it by, speaker and date
-included, which the questions name), in a throwaway tenant removed afterwards; each question of
-categories 1-4 is searched in its own namespace on every rung (``Memory.search`` with
-``match="any"``: the words of a question are never all in a turn), and the dia_ids of
-the hits are scored against its evidence: recall@5/@10 and MRR per category, latency.
+included, which the questions name), in a throwaway tenant removed afterwards; each
+question of categories 1-4 is searched in its own namespace on every rung
+(``Memory.search`` with ``match="any"``: the words of a question are never all in a
+turn), and the dia_ids of the hits are scored against its evidence: recall@5/@10 and
+MRR per category, latency.
 """
 
 from __future__ import annotations

@@ -220,7 +220,7 @@ class ScopeVectors:
         epoch microseconds, ``facts`` True or False for fact versions only or none of them
         (None: both). Decided here, under the lock, so that another search catching the
         copy up meanwhile changes nothing this one sees; and over the whole scope in a few
-        passes whose temporaries are a byte or four per memory, since a search's time goes
+        passes whose temporaries are a few bytes per memory, since a search's time goes
         with the memory it sweeps (the matrix product already reads every vector)."""
         q = np.asarray(query, np.float32)
         norm = np.linalg.norm(q)
