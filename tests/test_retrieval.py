@@ -224,8 +224,7 @@ def test_the_meaning_score_is_the_documented_one(size, mode, data):
     vector, spans of one value, matches outside the members or the copy included."""
     draw = data.draw
     sim = np.asarray(draw(st.lists(st.none() | st.sampled_from((0.1, 0.5, 0.5, 0.9)) | st.floats(0, 1),
-                                   min_size=size, max_size=size)), dtype=float)
-    sim = np.where(np.isnan(sim), np.nan, sim).astype(np.float32)
+                                   min_size=size, max_size=size)), dtype=float).astype(np.float32)  # None: NaN
     member = np.asarray(draw(st.lists(st.booleans(), min_size=size, max_size=size)))
     legal = np.asarray(sorted(draw(st.sets(st.sampled_from(np.flatnonzero(member).tolist())))
                               if member.any() else []), np.int64)
@@ -234,8 +233,8 @@ def test_the_meaning_score_is_the_documented_one(size, mode, data):
     ids = [f"m{i}" for i in range(size + 3)]
     text = draw(st.dictionaries(st.integers(0, size + 5), st.floats(0.1, 9)))
     idents = draw(st.dictionaries(st.integers(0, size + 5), st.integers(1, 2)))
-    scores = Scores(ids, {m: i for i, m in enumerate(ids)}, np.zeros(size, bool), sim, member, legal,
-                            0, _span(sim[member]))
+    scores = Scores(ids, {m: i for i, m in enumerate(ids)}, np.zeros(size, bool), sim, member, legal, 0,
+                    _span(sim[member]))
     found = rank._Lookup({f"m{i}": v for i, v in text.items()}, {f"m{i}": v for i, v in idents.items()})
     inside = {i: v for i, v in text.items() if i < size and member[i]}
     expected = dense_meaning(mode, sim, member, legal, inside,
