@@ -152,11 +152,11 @@ def memory_rows(draw: Any, i: int, vectors_of: Any = vector_lists) -> dict[str, 
 @given(data=st.data())
 def test_a_copys_scores_and_filters_are_each_memorys_own(data):
     """ScopeVectors.scores over a copy read whole, then caught up (memories added,
-    erased, re-embedded, given several vectors): each memory's similarity is the best of
-    its vectors' (NaN without one); the members are those not erased (about the entity,
-    when one is asked for); the legal ones those recorded by known_at, public by the
-    cutoff, of the types asked; unready counts the members with no vector yet; the span
-    is the members' similarity range."""
+    erased, re-embedded, given several vectors): the members are those not erased (about
+    the entity, when one is asked for); each member's similarity is the best of its
+    vectors' (NaN without one; a memory that is not a member is not scored); the legal
+    ones those recorded by known_at, public by the cutoff, of the types asked; unready
+    counts the members with no vector yet; the span is the members' similarity range."""
     draw = data.draw
     first = [draw(memory_rows(i, st.none() | st.just([]) | vector_lists.filter(lambda v: v is None or len(v) <= DIMS)))
              for i in range(draw(st.integers(0, 12)))]
@@ -181,10 +181,10 @@ def test_a_copys_scores_and_filters_are_each_memorys_own(data):
         return max((1 + p @ q / (np.linalg.norm(p) or 1)) / 2 for p in parts)
 
     rows = [now[memory_id] for memory_id in got.ids]
-    expected = np.asarray([similarity(r["embedding"]) if r["alive"] else math.nan for r in rows])
-    assert np.allclose(got.similarity, expected, atol=1e-6, equal_nan=True)
     member = [r["alive"] and (entity is None or entity in r["entities"]) for r in rows]
     assert got.member.tolist() == member
+    expected = np.asarray([similarity(r["embedding"]) if m else math.nan for r, m in zip(rows, member, strict=True)])
+    assert np.allclose(got.similarity, expected, atol=1e-6, equal_nan=True)
     assert got.legal.tolist() == [i for i, r in enumerate(rows) if member[i] and r["recorded"] <= known_at
                                   and (r["available"] is None or r["available"] <= cutoff)
                                   and (facts is None or r["fact"] == facts)]

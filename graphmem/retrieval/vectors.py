@@ -58,14 +58,15 @@ LangGraph item put with ``index=False``: never similar); no longer searchable (e
 @dataclass
 class Scores:
     """A query's view of a scope as it stood at one look: its memories (ids and their
-    index), each one's similarity in [0, 1] ((1 + cos) / 2, Neo4j's convention; NaN
-    without a vector), which memories a search ranks (``member``: not erased, about the
-    entity when one is asked for) and, of those, the ones its filters leave (``legal``)."""
+    index), which memories a search ranks (``member``: not erased, about the entity when
+    one is asked for), each member's similarity in [0, 1] ((1 + cos) / 2, Neo4j's
+    convention; NaN without a vector, and for a memory that is not a member: it is not
+    scored) and, of the members, the ones its filters leave (``legal``)."""
 
     ids: list[str]
     index: dict[str, int]
     fact: np.ndarray
-    similarity: np.ndarray  # float32, one per memory
+    similarity: np.ndarray  # float32, one per memory; NaN without a vector, or when not a member
     member: np.ndarray  # bool, one per memory
     legal: np.ndarray  # the members recorded by known_at, public by the cutoff, of the types asked: indexes, sorted
     unready: int  # members with no vector by the embedder yet
@@ -213,33 +214,40 @@ class ScopeVectors:
             size = max(self.used + n, 2 * len(self.rows), 64)
             self.rows, self.owner = _grown(self.rows, size, 0.0), _grown(self.owner, size, -1)
 
-    def scores(self, query: list[float], entity_uid: str | None, known_at: int, cutoff: int,
-               facts: bool | None) -> Scores:
-        """Every memory's similarity to the query vector (a zero query: 0.5 for all), and
-        which of them a search with these filters ranks: ``known_at`` and ``cutoff`` in
-        epoch microseconds, ``facts`` True or False for fact versions only or none of them
-        (None: both). Decided here, under the lock, so that another search catching the
-        copy up meanwhile changes nothing this one sees; and over the whole scope in a few
-        passes whose temporaries are a few bytes per memory, since a search's time goes
-        with the memory it sweeps (the matrix product already reads every vector)."""
+    def _similarity(self, query: list[float], count: int, memories: np.ndarray | None = None) -> np.ndarray:
+        """The best similarity of each memory's vectors to the query vector, (1 + cos) / 2
+        (a zero query: 0.5 for all), float32, within 1e-6 of Neo4j's own cosine: every
+        memory's, or only those of ``memories`` (indexes, in their order) - a search about
+        one entity multiplies only its rows, when each memory has one (``aligned``)."""
         q = np.asarray(query, np.float32)
         norm = np.linalg.norm(q)
         q = q / norm if norm > 0 else q
-        count = len(self.ids)
-        per_row = self.rows[:self.used] @ q  # float32: within 1e-6 of Neo4j's own cosine
+        per_row = (self.rows[memories] if self.aligned and memories is not None else self.rows[:self.used]) @ q
         per_row += 1.0
         per_row *= 0.5
         if self.aligned:
-            similarity = per_row
-        else:
-            similarity = np.full(count, -np.inf, np.float32)
-            live = self.owner[:self.used] >= 0
-            np.maximum.at(similarity, self.owner[:self.used][live], per_row[live])
+            return per_row
+        similarity = np.full(count, -np.inf, np.float32)
+        live = self.owner[:self.used] >= 0
+        np.maximum.at(similarity, self.owner[:self.used][live], per_row[live])
+        return similarity if memories is None else similarity[memories]
+
+    def scores(self, query: list[float], entity_uid: str | None, known_at: int, cutoff: int,
+               facts: bool | None) -> Scores:
+        """Each member's similarity to the query vector (the other memories are not
+        scored), and which members a search with these filters ranks: ``known_at`` and
+        ``cutoff`` in epoch microseconds, ``facts`` True or False for fact versions only
+        or none of them (None: both). Decided here, under the lock, so that another search catching the
+        copy up meanwhile changes nothing this one sees; and over the whole scope in a few
+        passes whose temporaries are a few bytes per memory, since a search's time goes
+        with the memory it sweeps (the matrix product already reads every vector)."""
+        count = len(self.ids)
         state = self.state[:count]
-        similarity[state != VECTORS] = np.nan
         # the id list and index only grow (a reload replaces them): their first `count`
         # entries stay this copy's
         if entity_uid is None:
+            similarity = self._similarity(query, count)
+            similarity[state != VECTORS] = np.nan
             member = state != GONE
             ok = member & (self.recorded[:count] <= known_at) & (self.available[:count] <= cutoff)
             if facts is not None:
@@ -249,6 +257,8 @@ class ScopeVectors:
         else:
             about = np.unique(np.asarray(self.about.get(entity_uid, []), np.int64))  # sorted, once each
             about = about[state[about] != GONE]
+            similarity = np.full(count, np.nan, np.float32)  # the others are not ranked: not scored
+            similarity[about] = np.where(state[about] == VECTORS, self._similarity(query, count, about), np.nan)
             member = np.zeros(count, bool)
             member[about] = True
             ok = (self.recorded[about] <= known_at) & (self.available[about] <= cutoff)
