@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import re
 from decimal import Decimal
 from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any
@@ -116,17 +117,26 @@ ask the server's clock first; the answer reports the time it used."""
 
 def parse_time(text: str | None, name: str) -> dt.datetime | None:
     """A cutoff or known_at as text (the command line, an MCP tool): an ISO date or
-    datetime, UTC if it names no zone; a bare date means the end of that day in UTC, so
-    a filing accepted that day is public by it."""
+    datetime, UTC if it names no zone; a bare date - in any of ISO 8601's forms
+    (``2024-01-31``, ``20240131``, ``2024-W05-3``) - means the end of that day in UTC, so
+    a filing accepted that day is public by it. A week without its day names seven days,
+    not one: refused."""
     if text is None:
         return None
+    if _WEEK.fullmatch(text):
+        raise InputError(name, f"{text!r} is a week; name its day (e.g. {text}-7) or a date")
     try:
-        if len(text) == 10:
-            return dt.datetime.combine(dt.date.fromisoformat(text), dt.time.max, dt.UTC)
+        return dt.datetime.combine(dt.date.fromisoformat(text), dt.time.max, dt.UTC)
+    except ValueError:
+        pass  # not a bare date: a datetime
+    try:
         value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as exc:
         raise InputError(name, f"not an ISO date or datetime: {text!r}") from exc
     return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+_WEEK = re.compile(r"\d{4}-?W\d{2}")
 
 
 def with_times(item: dict[str, Any], *names: str) -> dict[str, Any]:

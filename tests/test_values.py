@@ -9,11 +9,12 @@ import hashlib
 import json
 from zoneinfo import ZoneInfo
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graphmem import Authority
-from graphmem.values import digest, epoch, from_micros
+from graphmem import Authority, InputError
+from graphmem.values import digest, epoch, from_micros, parse_time
 
 
 def reference(*parts, prefix: str = "", size: int = 24) -> str:
@@ -53,3 +54,20 @@ def test_an_epoch_pair_names_the_same_instant(t):
     seconds, nanos = epoch(t)
     assert 0 <= nanos < 10**9 and nanos % 1000 == 0  # datetime.fromepoch wants this
     assert from_micros(seconds * 10**6 + nanos // 1000) == t
+
+
+@pytest.mark.parametrize("text", ["2024-01-01", "20240101", "2024-W01-1", "2024W011"])
+def test_a_bare_date_in_any_iso_form_is_the_end_of_that_day(text):
+    """A cutoff given as a date means the end of that day in UTC (a filing accepted that
+    day is public by it), whichever of ISO 8601's date forms names the day; read as
+    midnight, a fact public at noon would be reported not found."""
+    assert parse_time(text, "cutoff") == dt.datetime(2024, 1, 1, 23, 59, 59, 999999, dt.UTC)
+
+
+def test_a_week_without_its_day_is_refused_and_a_datetime_keeps_its_time():
+    with pytest.raises(InputError, match="cutoff.*week"):
+        parse_time("2024-W01", "cutoff")
+    assert parse_time("20240101T1000Z", "cutoff") == dt.datetime(2024, 1, 1, 10, tzinfo=dt.UTC)
+    assert parse_time("2024-01-01T10:00", "cutoff") == dt.datetime(2024, 1, 1, 10, tzinfo=dt.UTC)
+    with pytest.raises(InputError, match="known_at.*not an ISO date"):
+        parse_time("2024-001", "known_at")
