@@ -252,9 +252,13 @@ class Memories:
     require: Require | None
 
 
-def check_memories(scope: Scope, memories: Any) -> Memories:
+def check_memories(scope: Scope, memories: Any, at: tuple[dt.datetime, dt.datetime] | None = None
+                   ) -> Memories:
     """A SearchResult of this scope, or a list of hits of one search (at most
-    ``limits.CONTEXT_MEMORIES``); refused before any query otherwise.
+    ``limits.CONTEXT_MEMORIES``); refused before any query otherwise. ``at``: the
+    (cutoff, known_at) to read a list of hits at when none says when it was read
+    (experiences and task states alone: a fact hit's answer says it); refused when a hit
+    says otherwise.
 
     A SearchResult's query names its scope (the scope token in its Lucene query): a
     result of another scope is refused, so neither its query nor its hits reach this
@@ -275,7 +279,7 @@ def check_memories(scope: Scope, memories: Any) -> Memories:
         raise InputError(f"memories[{bad[0]}]", "a SearchHit is required (from Memory.search)")
     answered = [(i, h.answer) for i, h in enumerate(hits) if h.answer is not None]
     if not answered:
-        return Memories(hits, None, None, None, None)
+        return Memories(hits, None, *(at or (None, None)), None)
     first, a = answered[0]
     for i, b in answered[1:]:
         if (b.cutoff, b.known_at, b.require) != (a.cutoff, a.known_at, a.require):
@@ -283,6 +287,9 @@ def check_memories(scope: Scope, memories: Any) -> Memories:
                              f"{_time(b.known_at)}, require {b.require}, unlike memories[{first}] "
                              f"(cutoff {_time(a.cutoff)}, known_at {_time(a.known_at)}, require "
                              f"{a.require}): a context is built from the hits of one search")
+    if at is not None and at != (a.cutoff, a.known_at):
+        raise InputError(f"memories[{first}]", f"read at cutoff {_time(a.cutoff)}, known_at "
+                         f"{_time(a.known_at)}, not at the times given ({_time(at[0])}, {_time(at[1])})")
     return Memories(hits, None, a.cutoff, a.known_at, a.require)
 
 

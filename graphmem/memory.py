@@ -913,6 +913,19 @@ class Memory:
             tx, scope, memory_ids, known_at=known_at, cutoff=None), "memories")
         return [found[m] for m in memory_ids if m in found]
 
+    def memories_at(self, scope: Scope, memory_ids: list[str], *, cutoff: dt.datetime,
+                    known_at: dt.datetime) -> tuple[dict[str, Experience | TaskState], dict[str, str]]:
+        """Experiences and task states by id as a search at (cutoff, known_at) would keep
+        them: the live ones by id, and for each other id of one the filter that removes it
+        (search.memories_at)."""
+        scope = self.scope(scope)
+        memory_ids = limits.check_ids("memory_ids", memory_ids)
+        cutoff, known_at = _aware("cutoff", cutoff), _aware("known_at", known_at)
+        if cutoff is None or known_at is None:
+            raise InputError("cutoff" if cutoff is None else "known_at", "a judgement at a time needs the time")
+        return self._db.read(lambda tx: searching.memories_at(tx, scope, memory_ids, cutoff, known_at),
+                             "memories")
+
     def candidates(self, scope: Scope, *, status: str | None = "pending") -> list[Candidate]:
         """Candidates awaiting review (``status=None``: all, with their computed status)."""
         scope = self.scope(scope)
@@ -993,13 +1006,16 @@ class Memory:
         return retrieval.backfill(self, scope, emb, switch=switch, progress=progress)
 
     def build_context(self, scope: Scope, *, task_id: str, memories: Any, token_budget: int,
-                      tokenizer: Callable[[str], int] | None = None) -> Context:
+                      tokenizer: Callable[[str], int] | None = None, cutoff: dt.datetime | None = None,
+                      known_at: dt.datetime | None = None) -> Context:
         """Render ``memories`` (a SearchResult of this scope, or hits of one search) within
         ``token_budget`` and record the context snapshot (see graphmem/context.py).
 
         Every memory is re-read in this scope at the search's cutoff and known_at: what
         is rendered is what the graph holds (an erased memory is left out), and a hit of
-        another scope is refused with InputError."""
+        another scope is refused with InputError. Hits of experiences and task states
+        alone do not say when they were read: ``cutoff`` and ``known_at`` (both) say it,
+        else they are read as of now."""
         scope = self.scope(scope)
         if not isinstance(task_id, str) or not task_id:
             raise InputError("task_id", "a context belongs to a task: give its id")
@@ -1007,7 +1023,10 @@ class Memory:
         limits.check_int("token_budget", token_budget, 1, limits.TOKEN_BUDGET)
         if tokenizer is not None and not callable(tokenizer):
             raise InputError("tokenizer", "must be a callable str -> int")
-        given = contexts.check_memories(scope, memories)
+        cutoff, known_at = _aware("cutoff", cutoff), _aware("known_at", known_at)
+        if (cutoff is None) != (known_at is None):
+            raise InputError("cutoff" if cutoff is None else "known_at", "give both times, or neither")
+        given = contexts.check_memories(scope, memories, None if cutoff is None else (cutoff, known_at))
         call = uuid.uuid4().hex  # one per call: the same for its retries
         return self.write(scope, "build_context", lambda tx, at: contexts.record(
             tx, scope, task_id=task_id, memories=given, token_budget=token_budget,

@@ -286,6 +286,23 @@ def evaluate(tx: Tx, scope: Scope, q: dict[str, Any], exhaustive: bool = False
     return ev
 
 
+def memories_at(tx: Tx, scope: Scope, memory_ids: list[str], cutoff: dt.datetime, known_at: dt.datetime
+                ) -> tuple[dict[str, Experience | TaskState], dict[str, str]]:
+    """Experiences and task states named by id, judged as a search at (cutoff, known_at)
+    judges them - the same statement and filters, the ids standing in for the index's
+    hits (as a search by meaning's candidates do): the live ones, with their evidence as
+    of then, and for each other its filter (erased, cutoff, retracted, superseded, ...).
+    An id of no experience or task state of the scope is in neither."""
+    q = make_query(scope, text=None, match="all", types=("experience", "task_state"), entity=None,
+                   task_id=None, cutoff=cutoff, known_at=known_at, require=None,
+                   limit=max(1, min(len(memory_ids), limits.SEARCH_LIMIT)))
+    q["meaning"] = {"candidates": [[m, False, 0.0] for m in memory_ids], "rest": None, "others": 0}
+    ev = evaluate(tx, scope, q, exhaustive=True)
+    live = governance.load_memories(tx, scope, [h.memory_id for h in ev.ranked],
+                                    known_at=ev.query.known_at, cutoff=ev.query.cutoff)
+    return live, {m: filter_name(why) for m, why in ev.removed.items()}
+
+
 def evaluate_candidates(tx: Tx, scope: Scope, q: dict[str, Any]) -> Evaluation | None:
     """A search by meaning's evaluation of the candidates it sent (``q["meaning"]``,
     graphmem/retrieval/rank.py): every one is evaluated, and None when those it did not

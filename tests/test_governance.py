@@ -640,6 +640,31 @@ def test_context_keeps_conflicts_and_authority_first_records_and_traces(w):
         w.mem.build_context(w.scope, task_id="T1", memories=result, token_budget=5)
 
 
+def test_hits_that_do_not_say_when_are_read_at_the_times_given(w):
+    """Hits of experiences alone carry no read time: a context of them is read as of now
+    unless cutoff and known_at say otherwise - then an experience whose evidence was
+    retracted later is rendered as known before, and the snapshot records those times.
+    Times that contradict a fact hit's own are refused."""
+    w.source("run", t("2024-01-01"), kind="tool_run")
+    x = w.experience("run")
+    hits = list(w.search("E-4012", types=["experience"]).hits)
+    before = w.mem.server_now()
+    w.mem.retract_source(w.scope, "run", reason="misread")
+    now = w.mem.build_context(w.scope, task_id="T3", memories=hits, token_budget=4000)
+    assert now.included == ()
+    then = w.mem.build_context(w.scope, task_id="T3", memories=hits, token_budget=4000,
+                               cutoff=before, known_at=before)
+    assert [i.memory_id for i in then.included] == [x.id] and then.known_at == before
+    with pytest.raises(InputError, match="known_at"):
+        w.mem.build_context(w.scope, task_id="T3", memories=hits, token_budget=4000, cutoff=before)
+    w.source("10q", t("2024-05-01"))
+    w.fact(Decimal("100"), "10q")
+    facts = list(w.search("acme", types=["fact"], cutoff=t("2024-06-01")).hits)
+    with pytest.raises(InputError, match="not at the times given"):
+        w.mem.build_context(w.scope, task_id="T3", memories=facts, token_budget=4000,
+                            cutoff=before, known_at=before)
+
+
 def test_a_custom_tokenizer_is_respected(w):
     w.source("10q", t("2024-05-01"))
     w.fact(Decimal("100"), "10q")

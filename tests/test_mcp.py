@@ -347,6 +347,39 @@ def test_build_context_by_ids_renders_what_is_live_then(w):
     assert call(server, "build_context", task_id="T2").is_error  # neither ids nor a search
 
 
+def test_build_context_by_ids_judges_experiences_and_task_states_as_a_search_does(w):
+    """An experience or task state named by id is rendered only if a search at that
+    cutoff and known_at would keep it: an older revision of a task is superseded, an
+    experience whose only evidence was retracted is not live - each with its reason."""
+    server = server_for(w, Grants(allow_admin=True))
+    first = ok(call(server, "save_task_state", task_id="T9", goal="compare", checkpoint="step 1"))
+    second = ok(call(server, "save_task_state", task_id="T9", goal="compare", checkpoint="step 2"))
+    ok(call(server, "record_source", id="run-9", kind="tool_run", authority="primary",
+            available_by="2024-01-01T00:00:00Z"))
+    exp = ok(call(server, "remember_experience", trigger="deploy fails with OOM",
+                  outcome="raising the heap fixed it", evidence=["run-9"]))
+    out = ok(call(server, "build_context", task_id="T9", ids=[first["id"], second["id"], exp["id"]]))
+    assert sorted(out["included"]) == sorted([second["id"], exp["id"]])
+    assert "superseded" in out["notes"][first["id"]]
+    then = w.mem.server_now().isoformat()
+    ok(call(server, "retract_source", source_id="run-9", reason="the run was misread"))
+    after = ok(call(server, "build_context", task_id="T9", ids=[exp["id"]]))
+    assert after["included"] == [] and "retracted" in after["notes"][exp["id"]]
+    before = ok(call(server, "build_context", task_id="T9", ids=[exp["id"]], known_at=then))
+    assert before["included"] == [exp["id"]]  # as known before the retraction
+
+
+def test_candidates_says_how_many_there_are_when_it_shows_fewer(w, monkeypatch):
+    import graphmem.integrations.mcp.tools as tools
+    monkeypatch.setattr(tools, "MAX_IDS", 2)
+    server = server_for(w)
+    for n in range(3):
+        ok(call(server, "remember_experience", trigger=f"maybe retry E-{n}"))
+    out = call(server, "candidates")
+    assert len(ok(out)["candidates"]) == 2 and ok(out)["total"] == 3 and ok(out)["truncated"]
+    assert "(showing 2 of 3)" in text(out)
+
+
 # ------------------------------------------------------------------ errors and faults
 
 

@@ -246,6 +246,8 @@ class CandidatesOut(_Out):
     candidates: Annotated[list[Candidate], objects(
         "each: id, type, payload, reasons, status (pending, approved, rejected), recorded_at, "
         "decided_at, decided_by, decision_reason, memory_id")]
+    total: int
+    truncated: bool
 
 
 class SourceOut(_Out):

@@ -423,8 +423,10 @@ def register(memory: Memory, access: Access, grants: Grants) -> list[Tool]:
         ...), kept for review with their reasons; never live until approved."""
         def work(c: Caller) -> tuple[BaseModel, str]:
             found = memory.candidates(c.scope, status=None if status == "all" else status)
-            out = r.CandidatesOut(candidates=found[:MAX_IDS])
+            out = r.CandidatesOut(candidates=found[:MAX_IDS], total=len(found), truncated=len(found) > MAX_IDS)
             lines = [f"{x.id} {x.type} {x.status}: {'; '.join(x.reasons)}" for x in out.candidates]
+            if out.truncated:
+                lines.append(f"(showing {len(out.candidates)} of {out.total})")
             return out, "\n".join(lines) or f"no {status} candidates"
         return _run(access, ctx, work)
 
@@ -450,16 +452,18 @@ def register(memory: Memory, access: Access, grants: Grants) -> list[Tool]:
             if (ids is None) == (text is None and entity is None and types is None):
                 raise InputError("ids", "give ids, or a search (text, types, entity), not both")
             notes: dict[str, str] = {}
+            times: dict[str, dt.datetime] = {}  # a search's hits say theirs
             if ids is None:
                 chosen: Any = memory.search(c.scope, text=text, types=types, entity=entity,
                                             cutoff=parse_time(cutoff, "cutoff"),
                                             known_at=parse_time(known_at, "known_at"), limit=limit,
                                             match=match)
             else:
-                chosen = _hits_by_id(memory, c, ids, server_now(cutoff), parse_time(known_at, "known_at"),
-                                     notes)
+                times = {"cutoff": server_now(cutoff),
+                         "known_at": parse_time(known_at, "known_at") or memory.server_now()}
+                chosen = _hits_by_id(memory, c, ids, times["cutoff"], times["known_at"], notes)
             out = r.context(memory.build_context(c.scope, task_id=task_id, memories=chosen,
-                                                 token_budget=token_budget), notes)
+                                                 token_budget=token_budget, **times), notes)
             skipped = "".join(f"\n# not rendered: {m} ({why})" for m, why in notes.items())
             return out, f"{out.rendered}\n# snapshot {out.snapshot_id}{skipped}"
         return _run(access, ctx, work)
@@ -579,7 +583,8 @@ def register(memory: Memory, access: Access, grants: Grants) -> list[Tool]:
         rejection."""
         def work(c: Caller) -> tuple[BaseModel, str]:
             done = memory.reject(c.scope, candidate_id, reason, by=c.actor)
-            return r.CandidatesOut(candidates=[done]), f"candidate {candidate_id} {done.status}"
+            out = r.CandidatesOut(candidates=[done], total=1, truncated=False)
+            return out, f"candidate {candidate_id} {done.status}"
         return _run(access, ctx, work)
 
     # ------------------------------------------------------------ destructive (--allow-admin)
@@ -621,12 +626,12 @@ def register(memory: Memory, access: Access, grants: Grants) -> list[Tool]:
 
 
 def _hits_by_id(memory: Memory, c: Caller, ids: list[str], cutoff: dt.datetime,
-                known_at: dt.datetime | None, notes: dict[str, str]) -> list[SearchHit]:
+                known_at: dt.datetime, notes: dict[str, str]) -> list[SearchHit]:
     """Search hits for memories named by id, as a search at (cutoff, known_at) would give
-    them: a fact version stands for its key's answer then (a conflict stays a conflict);
-    what is not live then is left out, with the reason in ``notes``. One known_at for
-    all of them (the server's now when none is given): a context is read at one time."""
-    known_at = known_at or memory.server_now()
+    them: a fact version stands for its key's answer then (a conflict stays a conflict), an
+    experience or task state is judged by the search's own filters (Memory.memories_at);
+    what is not live then is left out, with the reason in ``notes``. One (cutoff, known_at)
+    for all of them: a context is read at one time."""
     hits: list[SearchHit] = []
 
     def add(**hit: Any) -> None:
@@ -635,7 +640,8 @@ def _hits_by_id(memory: Memory, c: Caller, ids: list[str], cutoff: dt.datetime,
                                         why="chosen by id"), **hit))
 
     versions = {v.version_id: v for v in memory.versions(c.scope, ids)}
-    others = {m.memory_id: m for m in memory.memories(c.scope, [i for i in ids if i not in versions])}
+    others, removed = memory.memories_at(c.scope, [i for i in ids if i not in versions], cutoff=cutoff,
+                                         known_at=known_at)
     for mid in dict.fromkeys(ids):
         if mid in versions:
             v = versions[mid]
@@ -651,12 +657,10 @@ def _hits_by_id(memory: Memory, c: Caller, ids: list[str], cutoff: dt.datetime,
                 continue
             add(type="fact", memory_id=shown[0].version_id, memory_ids=tuple(s.version_id for s in shown),
                 status=a.status, answer=a, authority=shown[0].authority)
+        elif mid in removed:
+            notes[mid] = f"not live at this cutoff and known_at (removed by filter: {removed[mid]})"
         elif mid in others:
             m = others[mid]
-            late = m.available_by > cutoff or (known_at is not None and m.recorded_at > known_at)
-            if m.erased or late:
-                notes[mid] = "erased" if m.erased else "not public or not recorded by then"
-                continue
             kind = "experience" if isinstance(m, Experience) else "task_state"
             add(type=kind, memory_id=mid, memory_ids=(mid,), status="active",
                 authority=getattr(m, "authority", None), **{kind: m})
