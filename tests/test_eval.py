@@ -6,6 +6,7 @@ Every evaluation's throwaway tenant is gone afterwards."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from procs import env
 
 from graphmem import Memory, TaskStateIn
 from graphmem.cli import main
-from graphmem.eval import locomo
+from graphmem.eval import locomo, score
 from graphmem.retrieval.embedders import Embedder, ToyEmbedder
 
 TINY = Path(__file__).parent / "fixtures" / "locomo_tiny.json"  # LoCoMo's format, made up
@@ -125,3 +126,20 @@ def test_locomo_embeds_each_turn_whole_speaker_included(mem):
     turns = json.loads(TINY.read_text())
     for turn in turns["session_1"] + turns["session_2"]:
         assert any(turn["text"] in d and turn["speaker"] in d and "May 2023" in d for d in documents), turn
+
+
+def test_the_rung_tables_headers_stand_over_their_values():
+    """Each of R@5, R@10 and MRR ends where its value ends, in every rung's column (the
+    question count, which varies in width, stands beside the group's name)."""
+    groups = {"all": {"recall@5": 0.5, "recall@10": 0.75, "mrr": 0.25, "queries": 231},
+              "multi-hop": {"recall@5": 0.125, "recall@10": 0.5, "mrr": 1.0, "queries": 7}}
+    rungs = {r: {"groups": groups, "forbidden_hits": 0, "latency_ms": {"p50": 1.0, "p95": 2.0}}
+             for r in ("text", "semantic")}
+    header, *rows = score.table(rungs).splitlines()[1:4]
+    ends = [i + len(name) for name in ("R@5", "R@10", "MRR") for i in _all(header, name)]
+    for row in rows:
+        assert sorted(ends) == [m.end() for m in re.finditer(r"\d\.\d{3}", row)]
+
+
+def _all(text: str, word: str) -> list[int]:
+    return [i for i in range(len(text)) if text.startswith(word, i)]

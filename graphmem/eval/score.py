@@ -70,19 +70,20 @@ def timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:
-    """Rungs side by side: recall@5/@10 and MRR per group, then forbidden hits and latency."""
+    """Rungs side by side: recall@5/@10 and MRR per group (its question count beside its
+    name: every rung asks the same), then forbidden hits and latency."""
     rungs = list(results)
     groups = sorted({g for r in results.values() for g in r["groups"]}, key=lambda g: (g != "all", g))
-    lines = [f"{'group':14}" + "".join(f"{r:>26}" for r in rungs),
-             f"{'':14}" + "".join(f"{'R@5   R@10   MRR':>26}" for _ in rungs)]
+    width = 24  # a rung's column: three values of 8 characters
+    lines = [f"{'group':20}" + "".join(f"{r:>{width}}" for r in rungs),
+             f"{'':20}" + f"{'R@5':>8}{'R@10':>8}{'MRR':>8}" * len(rungs)]
     for g in groups:
-        cells = []
-        for r in rungs:
-            s = results[r]["groups"].get(g)
-            cells.append(f"{s['recall@5']:>8.3f} {s['recall@10']:>6.3f} {s['mrr']:>6.3f} (n={s['queries']})"
-                         if s else f"{'-':>26}")
-        lines.append(f"{g:14}" + "".join(f"{c:>26}" for c in cells))
-    lines.append(f"{'forbidden':14}" + "".join(f"{results[r]['forbidden_hits']:>26}" for r in rungs))
-    lines.append(f"{'p50/p95 ms':14}" + "".join(
-        f"{results[r]['latency_ms']['p50']:>17.1f}/{results[r]['latency_ms']['p95']:<8.1f}" for r in rungs))
+        found = [results[r]["groups"].get(g) for r in rungs]
+        n = max(s["queries"] for s in found if s)
+        lines.append(f"{f'{g} (n={n})':20}" + "".join(
+            f"{s['recall@5']:>8.3f}{s['recall@10']:>8.3f}{s['mrr']:>8.3f}" if s else f"{'-':>{width}}"
+            for s in found))
+    lines.append(f"{'forbidden':20}" + "".join(f"{results[r]['forbidden_hits']:>{width}}" for r in rungs))
+    lines.append(f"{'p50/p95 ms':20}" + "".join(
+        f"{results[r]['latency_ms']['p50']:>{width - 9}.1f}/{results[r]['latency_ms']['p95']:<8.1f}" for r in rungs))
     return "\n".join(lines)
