@@ -53,7 +53,8 @@ so each filer answers in its own currency.
 values); rows without one value (conflicted, then not_found) follow in entity order.
 
 Bounds, checked before any query: ``attribute``, ``unit``, ``definition`` and each
-entity id at most 4,000 characters; at most 100,000 entities; frame years 1000 to 9998.
+entity id at most 2,048 bytes in UTF-8 (``limits.IDENTIFIER_BYTES``); at most 100,000
+entities (``limits.SCREEN_ENTITIES``); frame years 1000 to 9998.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ import datetime as dt
 import socket
 from pathlib import Path
 
+import pytest
 from procs import cli, env, run_cli  # noqa: E402 - test helpers beside this file
 
 from graphmem import Entity, FactIn, InputError, Period, Source
@@ -101,3 +102,37 @@ def test_an_error_line_is_one_printable_line_whatever_its_message_holds():
     assert error_line(InputError("x.csv: row 2", "bad"), "load kpi x.csv", "x.csv") == \
         "graphmem: error: x.csv: row 2: bad"
     assert error_line(ValueError("boom")).startswith("graphmem: error: unexpected ValueError: boom")
+
+
+def test_a_bad_panel_range_is_one_line_naming_its_option(migrated):
+    """`graphmem panel`'s ranges: a day that does not exist, FROM after TO, a year range
+    of instants - each refused naming its option, none a crash or a silent other panel."""
+    environ = env(migrated)
+    quarters = "2019-03-31..2019-06-30:quarterly"
+    for args, said in (
+            (("--frames", "CY2024Q3I", "--cutoffs", "2019-02-30..2024-12-31:quarterly"),
+             "--cutoffs: '2019-02-30' is not a date: day is out of range for month"),
+            (("--frames", "CY2024Q3I", "--cutoffs", "2024-12-31..2019-03-31:quarterly"),
+             "--cutoffs: '2024-12-31..2019-03-31:quarterly': FROM 2024-12-31 is after TO 2019-03-31"),
+            (("--frames", "CY2024Q4..CY2019Q1", "--cutoffs", quarters),
+             "--frames: 'CY2024Q4..CY2019Q1': FROM CY2024Q4 is after TO CY2019Q1"),
+            (("--frames", "CY2019I..CY2020I", "--cutoffs", quarters),
+             "--frames: 'CY2019I': an instant frame names a quarter; the year's last day is CY2019Q4I")):
+        err = one_line_error(run_cli("panel", "--tenant", "t", "--attribute", "us-gaap:Assets", *args,
+                                     environ=environ))
+        assert err == f"graphmem: error: {said}\n"
+
+
+def test_the_web_panel_page_refuses_a_bad_range_as_input(mem, scope):
+    """The web view parses its cutoffs= with the command line's parser: a bad one is a
+    400 naming it, never a server error."""
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from graphmem.ui import build_app
+
+    client = TestClient(build_app(mem, scope=scope), base_url="http://127.0.0.1", raise_server_exceptions=False)
+    for cutoffs, said in (("2019-02-30..2024-12-31:quarterly", "cutoffs: &#39;2019-02-30&#39; is not a date"),
+                          ("2024-01-01..9999-12-31:yearly", "cutoffs: 7976 cutoffs")):
+        page = client.get("/panel", params={"attribute": "us-gaap:Assets", "frames": "CY2024Q4I", "cutoffs": cutoffs})
+        assert page.status_code == 400 and said in page.text, page.text

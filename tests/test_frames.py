@@ -18,7 +18,8 @@ from world import t
 from graphmem import Authority, Entity, FactIn, InputError, Period, Scope, Source
 from graphmem.cli import main
 from graphmem.research import cli as panel_cli
-from graphmem.research import frames
+from graphmem.research import frames, lineitems
+from graphmem.screen import Selection
 
 Q3, Q2 = Period(start=dt.date(2024, 7, 1), end=dt.date(2024, 9, 30)), Period(start=dt.date(2024, 4, 1),
                                                                             end=dt.date(2024, 6, 30))
@@ -188,3 +189,57 @@ def test_a_panel_names_the_first_cell_of_a_shared_value_that_does_not_fit(world)
     floats = frames.to_arrow(panel.model_copy(update={"cells": cells}), decimals="float")
     assert floats.column("value").to_pylist() == [None, None, 1e-11, None, 1e-11, None]
     assert floats.column("filings").to_pylist()[2:4] == [["a-q3"], ["b-q3", "b-wire"]]
+
+
+def test_a_line_items_panel_keeps_its_concept_and_skipped_columns(world, tmp_path):
+    """What its CSV and table show: the concept chosen and the members skipped, here
+    as a string and a list of strings (a concept's panel has neither)."""
+    mem, scope = world
+    revenue = lineitems.load()["revenue"]
+    panel = mem.panel(scope, attribute=revenue, frames=["CY2024Q3"], cutoffs=CUTOFFS)
+    rfcc = "us-gaap:RevenueFromContractWithCustomerExcludingAssessedTax"
+    table = panel.to_arrow()
+    assert table.schema.field("concept").type == pa.string()
+    assert table.schema.field("skipped").type == pa.list_(pa.string())
+    assert table.column("concept").to_pylist() == [c.concept for c in panel.cells] == \
+        [None, "us-gaap:Revenues", "us-gaap:Revenues"]  # cik:1 at 2024-08-15: nothing public yet
+    assert table.column("skipped").to_pylist() == [list(c.skipped) for c in panel.cells]
+    assert table.column("skipped").to_pylist()[1] == [f"{rfcc}: nothing public"]
+    df = panel.to_pandas()
+    assert df["concept"].isna().tolist() == [True, False, False] and df["concept"].iloc[2] == "us-gaap:Revenues"
+    assert [list(x) for x in df["skipped"]] == [list(c.skipped) for c in panel.cells]
+    pl = panel.to_polars()
+    assert str(pl.schema["concept"]) == "String" and str(pl.schema["skipped"]) == "List(String)"
+    path = tmp_path / "item.parquet"
+    frames.write_parquet(panel, path)
+    assert pq.read_table(path).equals(table)
+    concept = mem.panel(scope, attribute="us-gaap:Revenues", frames=["CY2024Q3"], cutoffs=CUTOFFS).to_arrow()
+    assert "concept" not in concept.column_names and "skipped" not in concept.column_names
+
+
+def test_a_bad_range_is_refused_naming_its_option():
+    with pytest.raises(InputError) as single:
+        Selection.frame("CY2019I")
+    with pytest.raises(InputError) as info:  # an instant names a quarter: not silently every year
+        panel_cli.frames("CY2019I..CY2020I")
+    assert (info.value.where, info.value.reason) == ("--frames", single.value.reason)
+    with pytest.raises(InputError) as info:
+        panel_cli.frames("CY2024Q4..CY2019Q1", "frames")
+    assert (info.value.where, info.value.reason) == ("frames", "'CY2024Q4..CY2019Q1': FROM CY2024Q4 is after "
+                                                               "TO CY2019Q1")
+    with pytest.raises(InputError) as info:
+        panel_cli.frames("CY2024..CY2019")
+    assert "FROM CY2024 is after TO CY2019" in info.value.reason
+    with pytest.raises(InputError) as info:
+        panel_cli.cutoffs("2024-12-31..2019-03-31:quarterly")
+    assert (info.value.where, info.value.reason) == ("--cutoffs", "'2024-12-31..2019-03-31:quarterly': FROM "
+                                                                  "2024-12-31 is after TO 2019-03-31")
+    with pytest.raises(InputError) as info:
+        panel_cli.cutoffs("2019-02-30..2024-12-31:quarterly", "cutoffs", files=False)
+    assert (info.value.where, info.value.reason) == ("cutoffs", "'2019-02-30' is not a date: day is out of "
+                                                               "range for month")
+    # the last month end there is: no day after 9999-12-31 is made
+    years = panel_cli.cutoffs("2024-01-01..9999-12-31:yearly", "cutoffs", files=False)
+    assert len(years) == 7976 and years[-1].isoformat() == "9999-12-31T23:59:59.999999+00:00"
+    assert [c.date().isoformat() for c in panel_cli.cutoffs("9999-10-15..9999-12-31:monthly")] == [
+        "9999-10-31", "9999-11-30", "9999-12-31"]

@@ -149,6 +149,13 @@ def test_a_users_family_file_with_a_unit_rule(switched, tmp_path):
      "f.json: items.a.concepts[0]", "sign must be 1 or -1"),
     ({"family": "x", "version": "1", "items": {"a": {"unit": "shares", "period": "instant", "concepts": ["Y"]}}},
      "f.json: items.a.concepts[0]", "taxonomy:Concept"),
+    # equal to -1 and 1, but no integers: a Decimal value times -1.0 fails, times true is no sign
+    ({"family": "x", "version": "1", "items": {"a": {"unit": "shares", "period": "instant",
+                                                       "concepts": [{"concept": "x:Y", "sign": -1.0}]}}},
+     "f.json: items.a.concepts[0]", "sign must be 1 or -1 (an integer), got -1.0"),
+    ({"family": "x", "version": "1", "items": {"a": {"unit": "shares", "period": "instant",
+                                                       "concepts": [{"concept": "x:Y", "sign": True}]}}},
+     "f.json: items.a.concepts[0]", "sign must be 1 or -1 (an integer), got True"),
 ])
 def test_a_bad_family_is_refused_naming_where(data, where, reason):
     with pytest.raises(InputError) as info:
@@ -180,3 +187,136 @@ def test_the_panel_command_takes_a_line_item(switched, migrated, tmp_path):
     assert rows[0][-2:] == ["concept", "skipped"]
     assert [(r[4], r[-2]) for r in rows[1:]] == [("500", SRN), ("505", RFCC)]
     assert mem.counts(scope)["derivations"] == derivations + 2  # --record: one per reported version
+
+
+def test_a_bad_sign_in_a_family_file_names_the_file_and_the_item(tmp_path):
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps({"family": "mine", "version": "1", "items": {
+        "capex": {"unit": "currency", "period": "duration", "concepts": [{"concept": CAPEX, "sign": -1.0}]}}}))
+    with pytest.raises(InputError) as info:
+        lineitems.load(path)
+    assert info.value.where == f"{path}: items.capex.concepts[0]", str(info.value)
+    assert info.value.reason == "sign must be 1 or -1 (an integer), got -1.0"
+
+
+EPS, EPS_IFRS, REV = "us-gaap:EarningsPerShareBasic", "ifrs-full:BasicEarningsLossPerShare", "us-gaap:Revenues"
+Q2_24, Q3_24 = Period(start=dt.date(2024, 4, 1), end=dt.date(2024, 6, 30)), Period(start=dt.date(2024, 7, 1),
+                                                                                    end=dt.date(2024, 9, 30))
+
+
+@pytest.fixture(scope="module")
+def mistagged(migrated):
+    """cik:1 files its EPS for 2024 Q2 per share, then Q3's mis-tagged in USD, and Q3
+    revenue under RFCC (invalidated since) and Revenues; cik:2 files its Q3 EPS in USD
+    only (its 10-K again, 1.38), and Q3 revenue under Revenues and, in a filing since
+    retracted, under RFCC; cik:1 files its Q3-end total assets."""
+    scope = Scope(tenant=f"test-lineitems-{uuid.uuid4().hex[:12]}")
+    with migrated.connect() as mem:
+        def file(cik, accession, accepted, *facts, kind="10-Q"):
+            mem.record(scope, sources=[Source(id=accession, kind=kind, authority=Authority.PRIMARY, publisher=cik,
+                                              available_by=t(accepted))],
+                       items=[FactIn(entity=cik, attribute=a, unit=u, period=p, value=Decimal(v),
+                                     sources=(accession,)) for a, u, p, v in facts])
+
+        for cik in ("cik:1", "cik:2"):
+            mem.put_entity(scope, Entity(id=cik, kind="company"))
+        file("cik:1", "1-q2", "2024-08-01", (EPS, "USD/shares", Q2_24, "1.25"))
+        file("cik:1", "1-q3", "2024-11-01", (EPS, "USD", Q3_24, "1.40"), (RFCC, "USD", Q3_24, "50"),
+             (REV, "USD", Q3_24, "51"), ("us-gaap:Assets", "USD", Period(end=dt.date(2024, 9, 30)), "1000"))
+        file("cik:2", "2-q3", "2024-11-02", (EPS, "USD", Q3_24, "1.40"), (REV, "USD", Q3_24, "61"))
+        file("cik:2", "2-8k", "2024-11-03", (RFCC, "USD", Q3_24, "60"), kind="8-K")
+        file("cik:2", "2-k", "2025-02-20", (EPS, "USD", Q3_24, "1.38"), kind="10-K")
+        typo = mem.as_of(scope, entity="cik:1", attribute=RFCC, period=Q3_24, cutoff=t("2024-12-31"))
+        mem.invalidate(scope, typo.version.version_id, "typo")
+        mem.retract_source(scope, "2-8k", reason="withdrawn")
+        yield mem, scope
+
+
+def test_a_key_in_a_unit_the_item_refuses_never_decides_its_latest_frame(mistagged):
+    mem, scope = mistagged
+    eps = lineitems.load()["eps_basic"]
+    panel = mem.panel(scope, attribute=eps, latest="quarter", cutoffs=[t("2024-09-30"), t("2024-12-31")])
+    got = {(c.entity, c.cutoff.date().isoformat()): (c.frame, c.status, c.value, c.unit, c.skipped)
+           for c in panel.cells}
+    assert got == {
+        ("cik:1", "2024-09-30"): ("CY2024Q2", "active", Decimal("1.25"), "USD/shares", ()),
+        # its USD key of Q3 is later, but not per share: Q2's value stands
+        ("cik:1", "2024-12-31"): ("CY2024Q2", "active", Decimal("1.25"), "USD/shares", ()),
+        ("cik:2", "2024-12-31"): (None, "not_found", None, None, (f"{EPS}: unit USD", f"{EPS_IFRS}: nothing public")),
+    }
+
+
+def test_a_skipped_member_says_what_removed_its_keys(mistagged):
+    mem, scope = mistagged
+    family = lineitems.load()
+    screen = mem.screen(scope, attribute=family["revenue"], frame="CY2024Q3", cutoff=t("2024-12-31"))
+    assert {a.entity: a.value for a in screen.answers} == {"cik:1": Decimal("51"), "cik:2": Decimal("61")}
+    assert screen.choices == {"cik:1": {"concept": REV, "skipped": [f"{RFCC}: invalidated"]},
+                              "cik:2": {"concept": REV, "skipped": [f"{RFCC}: retracted"]}}
+    panel = mem.panel(scope, attribute=family["eps_basic"], frames=["CY2024Q3"], cutoffs=[t("2024-12-31")])
+    assert {c.entity: (c.status, c.skipped) for c in panel.cells} == {
+        e: ("not_found", (f"{EPS}: unit USD", f"{EPS_IFRS}: nothing public")) for e in ("cik:1", "cik:2")}
+    early = mem.panel(scope, attribute=family["eps_basic"], frames=["CY2024Q3"], cutoffs=[t("2024-10-31")],
+                      entities=["cik:1"])
+    assert early.cells[0].skipped == (f"{EPS}: nothing public", f"{EPS_IFRS}: nothing public")  # filed later
+
+
+def test_an_items_period_decides_the_kind_of_its_frames(mistagged):
+    mem, scope = mistagged
+    family = lineitems.load()
+    assets, revenue, cutoff = family["total_assets"], family["revenue"], t("2024-12-31")
+    refused = [
+        (lambda: mem.panel(scope, attribute=assets, frames=["CY2024Q3"], cutoffs=[cutoff]), "frames",
+         "total_assets is an instant item and CY2024Q3 a duration frame: ask an instant frame such as CY2024Q3I"),
+        (lambda: mem.screen(scope, attribute=assets, frame="CY2024", cutoff=cutoff), "frame",
+         "total_assets is an instant item and CY2024 a duration frame: ask an instant frame such as CY2024Q4I"),
+        (lambda: mem.panel(scope, attribute=assets, latest="quarter", cutoffs=[cutoff]), "latest",
+         "total_assets is an instant item: ask latest='instant', not 'quarter'"),
+        (lambda: mem.screen(scope, attribute=revenue, frame="CY2024Q3I", cutoff=cutoff), "frame",
+         "revenue is a duration item and CY2024Q3I an instant frame: ask a quarter or a year such as CY2024Q3"),
+        (lambda: mem.panel(scope, attribute=revenue, latest="instant", cutoffs=[cutoff]), "latest",
+         "revenue is a duration item: ask latest='quarter' or 'year', not 'instant'"),
+    ]
+    for call, where, reason in refused:
+        with pytest.raises(InputError) as info:
+            call()
+        assert (info.value.where, info.value.reason) == (where, reason)
+    (answer,) = mem.screen(scope, attribute=assets, frame="CY2024Q3I", cutoff=cutoff).answers
+    assert (answer.entity, answer.value) == ("cik:1", Decimal("1000"))
+    (cell,) = mem.panel(scope, attribute=assets, latest="instant", cutoffs=[cutoff]).cells
+    assert (cell.frame, cell.value) == ("CY2024Q3I", Decimal("1000"))
+
+
+def test_a_cell_no_member_answers_keeps_nothing_of_a_refused_row(mistagged):
+    mem, scope = mistagged
+    eps = lineitems.load()["eps_basic"]
+    panel = mem.panel(scope, attribute=eps, frames=["CY2024Q3"], cutoffs=[t("2025-03-31")], entities=["cik:2"],
+                      unit="USD", first_reported=True)
+    (cell,) = panel.cells
+    assert (cell.status, cell.value, cell.unit, cell.skipped) == (
+        "not_found", None, None, (f"{EPS}: unit USD", f"{EPS_IFRS}: nothing public"))
+    # the refused USD row was 1.38, first reported 1.40: none of it is the item's
+    assert (cell.first_value, cell.first_version_id, cell.restated) == (None, None, None)
+    row = panel.to_arrow().to_pylist()[0]
+    assert (row["first_value"], row["first_version_id"], row["restated"]) == (None, None, None)
+
+
+def test_a_line_items_arguments_are_checked_before_the_server_is_asked():
+    """No server answers: a bad argument is refused at once, as for a concept, never
+    after the retries of a query for the server's time."""
+    family = lineitems.load()
+    scope, now = Scope(tenant="t"), t("2025-01-01")
+    with Memory.connect("bolt://127.0.0.1:9") as offline:
+        for kwargs, where in ((dict(frames=["CY2024Q3"], cutoffs=[]), "cutoffs"),
+                              (dict(frames=["CY24"], cutoffs=[now]), "frame"),
+                              (dict(latest="instant", cutoffs=[now]), "latest")):
+            with pytest.raises(InputError) as info:
+                offline.panel(scope, attribute=family["revenue"], **kwargs)
+            assert info.value.where == where, str(info.value)
+        # a line item's screen without a cutoff says what a concept's screen says
+        with pytest.raises(InputError) as concept:
+            offline.screen(scope, attribute=REV, frame="CY2024Q3", cutoff=None)
+        for known_at in (None, now):
+            with pytest.raises(InputError) as item:
+                offline.screen(scope, attribute=family["revenue"], frame="CY2024Q3", cutoff=None, known_at=known_at)
+            assert (item.value.where, item.value.reason) == (concept.value.where, concept.value.reason)

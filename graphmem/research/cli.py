@@ -6,13 +6,15 @@ graphmem/cli.py).
 ``CY2019Q1I..CY2024Q4I`` (every quarter-end instant). ``--cutoffs`` takes
 ``FROM..TO:quarterly`` (every quarter end from FROM to TO; also ``monthly``,
 ``yearly``; each the end of its day in UTC), or a file of cutoffs, one ISO date or
-datetime per line (``#`` comments skipped). The web view's panel page
-(graphmem/ui/pages.py) parses its ``frames=`` and ``cutoffs=`` here too, a comma list of
-times in place of a file (a web request names no file on the server).
+datetime per line (``#`` comments skipped). A range whose FROM is after its TO, or one
+of whose ends is no frame or no date, is refused naming the option. The web view's
+panel page (graphmem/ui/pages.py) parses its ``frames=`` and ``cutoffs=`` here too, a
+comma list of times in place of a file (a web request names no file on the server).
 """
 
 from __future__ import annotations
 
+import calendar
 import csv
 import datetime as dt
 import io
@@ -24,6 +26,7 @@ from typing import Any
 import click
 
 from ..errors import InputError
+from ..screen import Selection
 from ..values import parse_time
 from . import lineitems
 from .panel import LATEST, Panel
@@ -34,8 +37,16 @@ _FRAME = re.compile(r"CY(\d{4})(?:Q([1-4]))?(I?)", re.IGNORECASE)
 
 
 def _month_end(year: int, month: int) -> dt.date:
-    after = dt.date(year + month // 12, month % 12 + 1, 1)
-    return after - dt.timedelta(days=1)
+    """The last day of a month (of 9999's December too: no day after it is made)."""
+    return dt.date(year, month, calendar.monthrange(year, month)[1])
+
+
+def _day(text: str, name: str) -> dt.date:
+    """A range's FROM or TO (2019-02-30 is refused naming ``name``, not a crash)."""
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError as exc:
+        raise InputError(name, f"{text!r} is not a date: {exc}") from exc
 
 
 def cutoffs(text: str, name: str = "--cutoffs", *, files: bool = True) -> list[dt.datetime]:
@@ -56,13 +67,14 @@ def cutoffs(text: str, name: str = "--cutoffs", *, files: bool = True) -> list[d
         return [x for x in times if x is not None]
     if match["step"] not in _STEPS:
         raise InputError(name, f"the step must be one of {', '.join(_STEPS)}; got {match['step']!r}")
-    first, last = dt.date.fromisoformat(match["from"]), dt.date.fromisoformat(match["to"])
-    step, out = _STEPS[match["step"]], []
-    n = first.year * 12 + first.month - 1
-    while (day := _month_end(n // 12, n % 12 + 1)) <= last:
-        if day >= first and (step == 1 or (n % 12 + 1) % step == 0):
+    first, last = _day(match["from"], name), _day(match["to"], name)
+    if first > last:
+        raise InputError(name, f"{text.strip()!r}: FROM {first} is after TO {last}")
+    out = []
+    for n in range(first.year * 12 + first.month - 1, last.year * 12 + last.month):  # its months
+        day = _month_end(n // 12, n % 12 + 1)
+        if first <= day <= last and (n % 12 + 1) % _STEPS[match["step"]] == 0:
             out.append(dt.datetime.combine(day, dt.time.max, dt.UTC))
-        n += 1
     return out
 
 
@@ -75,9 +87,16 @@ def frames(text: str, name: str = "--frames") -> list[str]:
     a, b = (_FRAME.fullmatch(x.strip()) for x in (parts if len(parts) == 2 else ("", "")))
     if a is None or b is None or bool(a[2]) != bool(b[2]) or bool(a[3]) != bool(b[3]):
         raise InputError(name, f"{text!r}: a range joins two frames of one kind, e.g. CY2019Q1..CY2024Q4")
+    for end in (a, b):  # each a frame (CY2019I names no quarter; years 1000 to 9998)
+        try:
+            Selection.frame(end[0])
+        except InputError as exc:
+            raise InputError(name, exc.reason) from exc
+    first, last = (int(x[1]) * 4 + int(x[2] or 1) - 1 for x in (a, b))
+    if first > last:
+        raise InputError(name, f"{text!r}: FROM {a[0].upper()} is after TO {b[0].upper()}")
     if not a[2]:
         return [f"CY{y}" for y in range(int(a[1]), int(b[1]) + 1)]
-    first, last = int(a[1]) * 4 + int(a[2]) - 1, int(b[1]) * 4 + int(b[2]) - 1
     return [f"CY{n // 4}Q{n % 4 + 1}{a[3].upper()}" for n in range(first, last + 1)]
 
 

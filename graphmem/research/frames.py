@@ -15,7 +15,11 @@ answer) or a history's versions (one row per version). Columns, typed:
 - times (``cutoff``, ``known_at``, ``available_by``, ``recorded_at``): ``timestamp[us,
   UTC]``; period ends as ``date32``;
 - ``filings``: ``list<string>``, the source ids behind the value (every candidate's when
-  conflicted); ``version_id``: the answering version (null unless active).
+  conflicted); ``version_id``: the answering version (null unless active);
+- a panel's ``frame``, ``first_value``, ``first_version_id`` and ``restated``; a line
+  item's panel (graphmem/research/lineitems.py) adds, as its CSV does, ``concept`` (the
+  member chosen, null when none is) and ``skipped`` (``list<string>``, the members
+  skipped before it with why).
 """
 
 from __future__ import annotations
@@ -182,8 +186,10 @@ def _rows(result: Any, pa: Any) -> tuple[list[tuple[Any, ...]], _Parts, str, lis
     if isinstance(result, Panel):
         extra = [("frame", pa.string()), ("first_value", None), ("first_version_id", pa.string()),
                  ("restated", pa.bool_())]
-        return (_answer_rows(parts, ((c.answer, (c.frame, c.first_value, c.first_version_id, c.restated))
-                                     for c in result.cells)), parts, "cells", extra)
+        item = [("concept", pa.string()), ("skipped", pa.list_(pa.string()))] if result.item else []
+        return (_answer_rows(parts, ((c.answer, (c.frame, c.first_value, c.first_version_id, c.restated,
+                                                 *((c.concept, list(c.skipped)) if item else ())))
+                                     for c in result.cells)), parts, "cells", extra + item)
     if isinstance(result, Screen):
         return (_answer_rows(parts, ((a, (result.frame,)) for a in result.answers)), parts, "answers",
                 [("frame", pa.string())])

@@ -8,27 +8,35 @@ item names its members - US-GAAP or IFRS elements (``us-gaap:Revenues``,
 sign is the opposite of the item's, as a payment for capital expenditure is reported
 positive and the item is a cash outflow) - the unit its values take (``currency``: an
 ISO code such as ``USD``; ``per_share``: a currency per share, ``USD/shares``;
-``shares``) and its period (``duration`` or ``instant``).
+``shares``) and its period (``duration`` or ``instant``). A panel or screen of an item
+asks frames of its period's kind - ``CY2024Q3``, ``CY2024`` or ``latest="quarter"``
+(``"year"``) for a duration, ``CY2024Q3I`` or ``latest="instant"`` for an instant - and
+refuses the other kind (InputError naming the frames): no key could answer there.
 
 **The choice, per cell, without look-ahead.** A line item's panel (or screen) is the
 panel of each member concept, combined cell by cell: an entity's value for a frame at a
 cutoff is that of the first member, in the family's order, that has an ``active`` or
 ``conflicted`` row for that frame and cutoff in a unit the item allows. The others are
-``skipped`` with why (``nothing public``: no key of the frame was public by the
-cutoff; ``unit X``: the unit is not the item's). Each member's row is a screen's, so
-only what was public by the cutoff can decide the choice: a company that moved from
+``skipped`` with why: ``unit X`` (its row, or its keys of the frame, in a unit that is
+not the item's), what the read rule removed of its keys (``invalidated``,
+``retracted``, ``erased``, ``lacking evidence``: its ``explain``), ``latest CY...``
+(with ``latest``: an older frame than the chosen one), else ``nothing public`` (no key
+of the frame was public by the cutoff). Each member's row is a screen's, so only what
+was public by the cutoff can decide the choice: a company that moved from
 ``SalesRevenueNet`` to ``RevenueFromContractWithCustomerExcludingAssessedTax`` gets
 the first for a quarter until the second is filed for it - and the second afterwards,
 once a later filing restates that quarter under it. With ``latest``, the cell's frame
-is the latest in which any member has a candidate, and the first member that has one
-there is chosen.
+is the latest in which any member has a candidate in a unit the item allows (a key in
+another unit never decides it), and the first member that has one there is chosen.
 
 **A read never writes.** A cell's answer is the reported version it was chosen from,
 its value (and a conflicted cell's candidates') times the member's sign; the cell's
 ``version_id`` and ``reported_version_id`` are that version's id. So every cell is
 what ``screen`` and ``as_of`` of its concept answer at its cutoff and known_at, signed.
 All member panels read in one transaction at one known_at (given, or the server's time
-when the panel starts), which the Panel reports.
+when the panel starts, asked once the arguments are checked), which the Panel reports.
+A cell no member answers keeps nothing of a member's row: no value, unit or period, and
+no first value, first version or restated flag.
 
 **Units.** With ``unit=None`` each entity's keys in a unit the item does not allow are
 left out and the screen's one-unit rule holds per entity: a panel of revenue takes each
@@ -59,7 +67,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from .. import limits
 from ..errors import InputError
 from ..models import Answer, Explain, FactIn, FactVersion, Scope, Screen
-from .panel import Panel, PanelCell, frame_end
+from ..screen import Selection
+from .panel import Panel, PanelCell, Refused, frame_end
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -114,9 +123,11 @@ def _member(where: str, raw: Any) -> Member:
     if not isinstance(body, dict) or not isinstance(body.get("concept"), str) or ":" not in body["concept"]:
         raise InputError(where, "a member is 'taxonomy:Concept' or {\"concept\": ..., \"sign\": 1 or -1}")
     limits.check_text(where, body["concept"], limits.IDENTIFIER_BYTES)
-    if body.get("sign", 1) not in (1, -1):
-        raise InputError(where, f"sign must be 1 or -1, got {body.get('sign')!r}")
-    return Member(body["concept"], body.get("sign", 1))
+    sign = body.get("sign", 1)
+    # an integer: true equals 1 and -1.0 equals -1, but a Decimal times a float fails
+    if isinstance(sign, bool) or not isinstance(sign, int) or sign not in (1, -1):
+        raise InputError(where, f"sign must be 1 or -1 (an integer), got {sign!r}")
+    return Member(body["concept"], sign)
 
 
 def parse(data: Any, origin: str) -> Family:
@@ -148,15 +159,17 @@ def load(path: str | Path | None = None) -> Family:
         text = resources.files("graphmem.research").joinpath("lineitems.json").read_text(encoding="utf-8")
         return parse(json.loads(text), "lineitems.json")
     try:
-        return parse(json.loads(Path(path).read_text(encoding="utf-8")), str(path))
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise InputError(str(path), f"cannot read a family from it: {exc}") from exc
+    return parse(data, str(path))  # outside the try: its InputError (a ValueError) names the item
 
 
 # ---------------------------------------------------------------- panels and screens
 
 
-def _combine(item: LineItem, panels: list[Panel], latest: bool) -> dict[tuple, tuple[PanelCell, int | None, list]]:
+def _combine(item: LineItem, panels: list[Panel], refused: list[Refused],
+             latest: bool) -> dict[tuple, tuple[PanelCell, int | None, list]]:
     """Per (cutoff, frame or None, entity): the chosen member's cell (or, when none is,
     the first member's with every member's ``explain`` summed), its index, and the
     members skipped before it with why (see the module docstring)."""
@@ -170,7 +183,7 @@ def _combine(item: LineItem, panels: list[Panel], latest: bool) -> dict[tuple, t
                         key=frame_end)
             usable = [c if c and c.frame == frame else None for c in usable]
         chosen = next((n for n, c in enumerate(usable) if c is not None), None)
-        skipped = [_why(item.members[n].concept, c, frame if latest else None)
+        skipped = [_why(item.members[n].concept, c, frame if latest else None, refused[n].get(where, ()))
                    for n, c in enumerate(cells[:chosen] if chosen is not None else cells)]
         if chosen is not None:
             out[where] = (cells[chosen], chosen, skipped)  # type: ignore[assignment]
@@ -182,9 +195,21 @@ def _combine(item: LineItem, panels: list[Panel], latest: bool) -> dict[tuple, t
     return out
 
 
-def _why(concept: str, cell: PanelCell | None, frame: str | None) -> str:
+# what removed a key, by the read rule's filter (Explain's fields, in its order)
+_REMOVED = {"erased": "erased", "invalidated": "invalidated", "retracted": "retracted",
+            "evidence": "lacking evidence"}
+
+
+def _why(concept: str, cell: PanelCell | None, frame: str | None, refused: tuple[str, ...]) -> str:
+    """Why a member was skipped. Without a row: the units its keys came in that the item
+    refuses (``refused``), then what the read rule removed of its keys (its
+    ``explain``), else nothing public; with one: a frame older than the latest, or a
+    unit the item refuses."""
     if cell is None or cell.status == "not_found":
-        return f"{concept}: nothing public"
+        explain = cell.answer.explain if cell is not None else Explain()
+        reasons = [f"unit {' or '.join(refused)}"] if refused else []
+        reasons += [why for name, why in _REMOVED.items() if getattr(explain, name)]
+        return f"{concept}: {', '.join(reasons) or 'nothing public'}"
     if frame is not None and cell.frame != frame:
         return f"{concept}: latest {cell.frame}"
     return f"{concept}: unit {cell.unit}"
@@ -201,18 +226,47 @@ def _signed(answer: Answer, sign: int) -> Answer:
                                      "candidates": tuple(flip(v) for v in answer.candidates)})
 
 
+def _other_kind(frame: str) -> str:
+    """The frame of the other kind that goes with ``frame``: an instant's quarter, the
+    instant ending a quarter or a year."""
+    if frame.endswith("I"):
+        return frame[:-1]
+    return f"{frame}I" if "Q" in frame else f"{frame}Q4I"
+
+
+def _period(item: LineItem, frames: tuple[Selection, ...], latest: str | None, name: str) -> None:
+    """Refuse frames of the other kind than the item's period (``name``: the frames'
+    argument): an instant item has no key in a duration frame, nor a duration item in an
+    instant one, so every cell would be not_found without a word."""
+    instant = item.period == "instant"
+    if latest is not None and (latest == "instant") != instant:
+        asked = "latest='instant'" if instant else "latest='quarter' or 'year'"
+        raise InputError("latest", f"{item.name} is {'an instant' if instant else 'a duration'} item: "
+                                   f"ask {asked}, not {latest!r}")
+    for s in frames:
+        if (s.kind == "instant") != instant:
+            kind = "an instant frame such as" if instant else "a quarter or a year such as"
+            raise InputError(name, f"{item.name} is {'an instant' if instant else 'a duration'} item and "
+                                   f"{s.label} {'a duration' if instant else 'an instant'} frame: ask {kind} "
+                                   f"{_other_kind(s.label)}")
+
+
 def _member_panels(mem: Memory, scope: Scope, item: LineItem, known_at: dt.datetime | None,
-                   **kwargs: Any) -> list[Panel]:
-    """Each member's panel, in one read transaction at one known_at, with the item's
-    unit rule (see Units in the module docstring)."""
+                   **kwargs: Any) -> list[tuple[Panel, Refused]]:
+    """Each member's panel, and the units its unit rule refused (panel.panel_refusing),
+    in one read transaction at one known_at, with the item's unit rule (see Units in the
+    module docstring). The arguments are checked before any query, the server's time
+    included: bad ones never wait for a server."""
     from . import panel as panels
 
-    at = known_at or mem.server_now()
     queries = []
     for m in item.members:
-        q = panels.make_query(attribute=m.concept, known_at=at, definition="", require=None, **kwargs)
+        q = panels.make_query(attribute=m.concept, known_at=known_at, definition="", require=None, **kwargs)
         queries.append(replace(q, base=replace(q.base, units=item.allows)))
-    return mem.db.read(lambda tx: [panels.panel(tx, scope, q) for q in queries], "panel")
+    _period(item, queries[0].frames, queries[0].latest, "frames")
+    at = known_at or mem.server_now()
+    queries = [replace(q, base=replace(q.base, known_at=at)) for q in queries]
+    return mem.db.read(lambda tx: [panels.panel_refusing(tx, scope, q) for q in queries], "panel")
 
 
 def panel(mem: Memory, scope: Scope, item: LineItem, *, known_at: dt.datetime | None = None,
@@ -220,17 +274,19 @@ def panel(mem: Memory, scope: Scope, item: LineItem, *, known_at: dt.datetime | 
     """A line item's panel: each member's panel, combined cell by cell (see the module
     docstring); a read only. Takes ``Memory.panel``'s arguments (known_at checked)."""
     kwargs = {"frames": None, "latest": None, "entities": None, "unit": None, "first_reported": False, **kwargs}
-    panels = _member_panels(mem, scope, item, known_at, **kwargs)
+    members = _member_panels(mem, scope, item, known_at, **kwargs)
+    panels = [p for p, _ in members]
     latest = kwargs.get("latest") is not None
     cells = []
-    for (_, frame, _), (cell, chosen, skipped) in _combine(item, panels, latest).items():
+    for (_, frame, _), (cell, chosen, skipped) in _combine(item, panels, [r for _, r in members], latest).items():
         member = item.members[chosen] if chosen is not None else None
         update: dict[str, Any] = {"concept": member.concept if member else None, "skipped": tuple(skipped)}
-        if member is None:
+        if member is None:  # nothing of the member row it was built from stays (its value, first value ...)
             answer = Answer(status="not_found", entity=cell.entity, attribute=item.attribute, cutoff=cell.cutoff,
                             known_at=cell.answer.known_at, require=cell.answer.require, explain=cell.answer.explain)
             update.update(status="not_found", value=None, unit=None, period=None, available_by=None, filings=(),
-                          version_id=None, frame=frame if not latest else None)
+                          version_id=None, first_value=None, first_version_id=None, restated=None,
+                          frame=frame if not latest else None)
         else:
             answer = _signed(cell.answer, member.sign).model_copy(update={"attribute": item.attribute})
             update.update(value=answer.version.value if answer.version else None,
@@ -245,16 +301,20 @@ def panel(mem: Memory, scope: Scope, item: LineItem, *, known_at: dt.datetime | 
         "unknown": tuple(sorted(set.intersection(*(set(p.unknown) for p in panels))))})
 
 
-def screen(mem: Memory, scope: Scope, item: LineItem, *, frame: str, cutoff: dt.datetime,
+def screen(mem: Memory, scope: Scope, item: LineItem, *, frame: str, cutoff: dt.datetime | None,
            **kwargs: Any) -> Screen:
     """A line item's screen: its panel at one frame and cutoff, as a Screen whose
     ``choices`` say, per entity, which concept was chosen and which were skipped, and
-    whose ``inputs`` hold the reported version behind each value, as reported."""
+    whose ``inputs`` hold the reported version behind each value, as reported. Its
+    arguments are refused in a screen's words (``cutoff``, ``frame``), not a panel's."""
     from ..screen import SORTS, ordered
 
+    if cutoff is None:  # as screen.make_query says it
+        raise InputError("cutoff", "a screen needs a cutoff: only what was public by then counts")
     sort = kwargs.pop("sort", "entity")
     if sort not in SORTS:
         raise InputError("sort", f"must be one of {', '.join(SORTS)}; got {sort!r}")
+    _period(item, (Selection.frame(frame),), None, "frame")
     p = panel(mem, scope, item, frames=[frame], cutoffs=[cutoff], **kwargs)
     versions = {}
     if any(c.reported_version_id for c in p.cells):

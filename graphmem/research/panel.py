@@ -3,10 +3,11 @@ or each entity's latest period of a kind at every cutoff, in a few statements.
 
 **Cells.** A panel has one cell per (cutoff, frame, entity of that cutoff's universe) -
 or, with ``latest``, per (cutoff, entity): then the cell's frame is the latest frame of
-that kind in which the entity has an ``active`` or ``conflicted`` key at the cutoff, and
-the cell is what a screen of that frame would answer for it (no such frame: not_found,
-frame None). Every cell is, by construction, the row ``screen`` gives for its frame and
-cutoff - the same keys, read by the same rule, chosen by the same code
+that kind in which the entity has an ``active`` or ``conflicted`` key at the cutoff (for
+a line item's member panel, in a unit the item allows: graphmem/research/lineitems.py),
+and the cell is what a screen of that frame would answer for it (no such frame:
+not_found, frame None). Every cell is, by construction, the row ``screen`` gives for its
+frame and cutoff - the same keys, read by the same rule, chosen by the same code
 (``screen.choose``) - and the answer ``as_of`` gives for its key.
 
 **How it is read.** A key's answer at (C, K) changes with C only at the key's own
@@ -21,8 +22,10 @@ cutoff cannot answer there, so at each cutoff only the keys of the entity's late
 holding a public key are read; an entity whose keys there all read ``not_found``
 (retracted, invalidated, below the requirement) tries its next frame in another round
 (a latest ``not_found`` cell's ``explain`` sums the keys read for it; a screen's one-unit
-rule applies among the entities that share a frame at a cutoff). With
-``first_reported``, each key that answers a cell is read once more at each of its
+rule applies among the entities that share a frame at a cutoff). A key that a line
+item's unit rule leaves out (screen.py's Units) is no candidate either, so it never
+decides the latest frame; ``panel_refusing`` also gives, per ``not_found`` cell, the
+units of the keys it left out. With ``first_reported``, each key that answers a cell is read once more at each of its
 evidence times (as known at known_at: edges recorded by then, of versions not erased),
 and the first that reads ``active`` - by the cell's cutoff - is the value as first
 reported (a key first filed and since invalidated or retracted reads it at its first
@@ -61,6 +64,7 @@ LATEST: dict[str, tuple[int, int] | None] = {
 _READS = 2_000  # reads per fact.read statement
 _FIRST_DAY, _LAST_DAY = dt.date(1, 1, 1), dt.date(9999, 12, 31)
 _EPOCH = from_micros(0)
+Refused = dict[tuple[dt.datetime, str | None, str], tuple[str, ...]]  # see panel_refusing
 
 
 class PanelCell(_Model):
@@ -253,6 +257,7 @@ class _Plan:
     read_at: dict[tuple[str, int], int] = field(default_factory=dict)  # (key uid, stretch) -> read
     first_at: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # key uid -> (point, read)
     times: facts.Times = field(default_factory=facts.Times)
+    refused: Refused = field(default_factory=dict)  # see panel_refusing
     by_frame: dict[str, dict[str, list[_Key]]] = field(init=False)  # entity -> frame -> keys
 
     def __post_init__(self) -> None:
@@ -364,6 +369,29 @@ def _cell(answer: Answer, frame: str | None, cutoff: dt.datetime) -> PanelCell:
 Chosen = list[tuple[PanelCell, "_Key | None"]]  # each cell and the key that answers it
 
 
+def _left_out(q: screening.Query, answer: Answer) -> str | None:
+    """The unit of ``answer`` if a line item's unit rule leaves it out (a candidate in a
+    unit the item does not allow, no unit asked: screen.py's Units), else None."""
+    if q.units is None or q.unit is not None or answer.status == "not_found":
+        return None
+    unit = (answer.version or answer.candidates[0]).unit
+    return None if q.units(unit) else unit
+
+
+def _candidate(q: screening.Query, answer: Answer) -> bool:
+    """Whether ``answer`` is a candidate of its frame: active or conflicted, and kept by
+    a line item's unit rule."""
+    return answer.status != "not_found" and _left_out(q, answer) is None
+
+
+def _refuse(p: _Plan, n: int, frame: str | None, entity: str, answers: Iterable[Answer]) -> None:
+    """Note the units of ``answers`` that the unit rule left out of the entity's
+    not_found cell at cutoff ``n`` and ``frame`` (see panel_refusing)."""
+    units = {u for a in answers if (u := _left_out(p.query.base, a)) is not None}
+    if units:
+        p.refused[(p.query.cutoffs[n], frame if p.query.latest is None else None, entity)] = tuple(sorted(units))
+
+
 def _choose(p: _Plan, n: int, selection: screening.Selection, entities: list[str]) -> Chosen:
     """The screen's choice among the entities' keys of one frame read at cutoff ``n``."""
     cutoff = p.query.cutoffs[n]
@@ -371,8 +399,16 @@ def _choose(p: _Plan, n: int, selection: screening.Selection, entities: list[str
     keyed = [(k, p.at(k, n)) for e in entities for k in p.by_frame.get(e, {}).get(selection.label, ())
              if p.has(k, n)]
     key_of = {id(a): k for k, a in keyed}
-    return [(_cell(a, selection.label, cutoff), key_of.get(id(a)))
-            for a in screening.choose(fq, entities, [a for _, a in keyed], cutoff, p.known_at)]
+    mine: dict[str, list[Answer]] = {}  # each entity's answers, when a line item's unit rule may refuse some
+    if fq.units is not None:
+        for _, a in keyed:
+            mine.setdefault(a.entity, []).append(a)
+    out: Chosen = []
+    for a in screening.choose(fq, entities, [a for _, a in keyed], cutoff, p.known_at):
+        if a.status == "not_found" and a.entity in mine:
+            _refuse(p, n, selection.label, a.entity, mine[a.entity])
+        out.append((_cell(a, selection.label, cutoff), key_of.get(id(a))))
+    return out
 
 
 def _frames_cells(tx: Tx, scope: Any, p: _Plan) -> Chosen:
@@ -418,7 +454,8 @@ def _latest_cells(tx: Tx, scope: Any, p: _Plan) -> Chosen:
     """Each (cutoff, entity)'s cell in its latest frame with a candidate. A key with no
     evidence public by the cutoff cannot be one, so only the latest frame holding a
     public key is read first; an entity whose keys there all read not_found (retracted,
-    invalidated, below the requirement) tries its next frame in the next round."""
+    invalidated, below the requirement) or are left out by a line item's unit rule tries
+    its next frame in the next round."""
     index = {e: _Frames.of(frames) for e, frames in p.by_frame.items()}
     nothing = _Frames.of({})
     todo = {(e, n): index.get(e, nothing).public(m) for n, m in enumerate(p.micros) for e in p.universes[n]}
@@ -432,7 +469,7 @@ def _latest_cells(tx: Tx, scope: Any, p: _Plan) -> Chosen:
         p.read(tx, scope)
         rest = {}
         for (e, n), frames in todo.items():
-            if frames and any(p.at(k, n).status != "not_found" for k in public[(e, n)]):
+            if frames and any(_candidate(p.query.base, p.at(k, n)) for k in public[(e, n)]):
                 found[(e, n)] = frames[0]
             elif len(frames) > 1:
                 rest[(e, n)] = frames[1:]
@@ -445,7 +482,9 @@ def _latest_cells(tx: Tx, scope: Any, p: _Plan) -> Chosen:
         for e in p.universes[n]:
             by_frame.setdefault(found[(e, n)], []).append(e)
         for e in by_frame.pop(None, []):
-            explain = sum((p.at(k, n).explain for k in p.keys.get(e, ()) if p.has(k, n)), Explain())
+            read = [p.at(k, n) for k in p.keys.get(e, ()) if p.has(k, n)]
+            _refuse(p, n, None, e, read)
+            explain = sum((a.explain for a in read), Explain())
             none = Answer(status="not_found", entity=e, attribute=p.query.base.attribute, cutoff=cutoff,
                           known_at=p.known_at, require=p.query.base.require, explain=explain)
             out.append((_cell(none, None, cutoff), None))
@@ -477,11 +516,19 @@ def _first_reported(tx: Tx, scope: Any, p: _Plan, chosen: Chosen) -> list[PanelC
 def panel(tx: Tx, scope: Any, q: Query) -> Panel:
     """A point-in-time panel (see the module docstring), built with Python's cyclic
     collector paused (graphmem/collector.py: a quarter of a large panel's time)."""
+    return panel_refusing(tx, scope, q)[0]
+
+
+def panel_refusing(tx: Tx, scope: Any, q: Query) -> tuple[Panel, Refused]:
+    """The panel and, for a line item's member panel (``q.base.units``, no unit asked),
+    per ``not_found`` cell - keyed (cutoff, frame or None with ``latest``, entity) - the
+    units of the candidate keys the item's unit rule left out of it, sorted: the line
+    item says the member was skipped for them (``unit X``)."""
     with collector.paused():
         return _panel(tx, scope, q)
 
 
-def _panel(tx: Tx, scope: Any, q: Query) -> Panel:
+def _panel(tx: Tx, scope: Any, q: Query) -> tuple[Panel, Refused]:
     row = tx.one("panel.keys", q=q.params(), **facts.scope_params(scope))
     assert row is not None  # the statement always returns its one row
     p = plan(q, row)
@@ -493,4 +540,4 @@ def _panel(tx: Tx, scope: Any, q: Query) -> Panel:
     return Panel(attribute=b.attribute, definition=b.definition, unit=b.unit,
                  frames=tuple(s.label for s in q.frames), latest=q.latest, cutoffs=q.cutoffs,
                  known_at=p.known_at, universe="entities" if b.entities is not None else "attribute",
-                 first_reported=q.first_reported, cells=tuple(rows), unknown=tuple(sorted(p.unknown)))
+                 first_reported=q.first_reported, cells=tuple(rows), unknown=tuple(sorted(p.unknown))), p.refused
