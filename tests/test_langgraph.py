@@ -5,15 +5,18 @@ nodes remembers and recalls through the store."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import itertools
 import json
 import math
+import string
 import uuid
 from decimal import Decimal
 from typing import Any, TypedDict
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from world import lose_first_acknowledgement
 
@@ -32,6 +35,7 @@ from graphmem.integrations.langgraph import (  # noqa: E402
     matches,
 )
 from graphmem.retrieval import ToyEmbedder  # noqa: E402
+from graphmem.search import STOP_WORDS  # noqa: E402
 
 
 def tenant() -> str:
@@ -140,17 +144,20 @@ def test_current_state_reads_agree_with_langgraphs_in_memory_store(mem, ops):
 
 
 # the same differential with LangGraph's index configuration: both stores embed with one
-# deterministic function; a query search ranks by cosine among the live items
+# deterministic function; a query search ranks by cosine among the live items, whatever
+# identifiers (ERR42) the query holds, and every page is a slice of that one order
 toy = ToyEmbedder(32)
 INDEX = {"dims": 32, "embed": toy, "fields": ["s", "t"]}
 texts = st.fixed_dictionaries({"n": st.integers(-5, 5)}, optional={
     "s": st.sampled_from(["red", "blue"]),
-    "t": st.lists(st.sampled_from(["deploy", "rollback", "pizza", "lunch", "widget"]), max_size=3).map(" ".join)})
+    "t": st.lists(st.sampled_from(["deploy", "rollback", "pizza", "lunch", "widget", "ERR42"]),
+                  max_size=3).map(" ".join)})
 indexed_ops = st.lists(st.one_of(
     st.tuples(st.just("put"), ns_st, key_st, texts, st.sampled_from([None, None, False, ["t"]])),
     st.tuples(st.just("delete"), ns_st, key_st),
-    st.tuples(st.just("query"), st.sampled_from(PREFIXES), st.sampled_from(["rollback pizza", "red", "deploy"]),
-              filters),
+    st.tuples(st.just("query"), st.sampled_from(PREFIXES),
+              st.sampled_from(["rollback pizza", "red", "deploy", "ERR42 lunch", "pizza ERR42"]), filters,
+              st.sampled_from([(0, 1), (1, 1), (0, 2), (1, 2), (2, 3)])),
 ), min_size=1, max_size=10)
 
 
@@ -164,12 +171,40 @@ def _agree(mine: list[Any], theirs: list[Any]) -> None:
     a, b = _scored(mine), _scored(theirs)
     assert [x[:2] for x in a] == [x[:2] for x in b]
     for (ns, key, s), (_, _, t) in zip(a, b, strict=True):
-        assert (s is None) == (t is None) and (s is None or abs(s - t) <= 1e-5), (ns, key, s, t)
+        assert _same_score(s, t), (ns, key, s, t)
+
+
+def _same_score(s: float | None, t: float | None) -> bool:
+    return (s is None) == (t is None) and (s is None or abs(s - t) <= 1e-5)
+
+
+def _best_first(scores: list[float | None]) -> list[float | None]:
+    return sorted(scores, key=lambda x: (x is None, -(x or 0)))
+
+
+def _page_agrees(ours: GraphmemStore, mine: list[Any], theirs: list[Any], prefix: tuple,
+                 query: str, flt: Any, offset: int, limit: int) -> None:
+    """A page is the slice of our whole answer (``mine``), and has the scores of that slice
+    of the reference's whole answer (``theirs``; its order of equal scores may differ, so
+    scores are compared, and InMemoryStore's own pages start every page's unscored items
+    from the first one, so its whole answer is sliced)."""
+    page = ours.search(prefix, query=query, filter=flt, offset=offset, limit=limit)
+    assert page == mine[offset:offset + limit]
+    expected = _best_first([i.score for i in theirs])[offset:offset + limit]
+    assert len(page) == len(expected)
+    assert all(_same_score(i.score, t) for i, t in zip(page, expected, strict=True)), (page, expected)
 
 
 @settings(max_examples=12, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(ops=indexed_ops)
+# graphmem ranks the holders of the query's identifier first (k1, and k3 without a vector):
+# a page must still come from the cosine order (k2 first), as InMemoryStore's does
+@example(ops=[("put", ("a",), "k1", {"n": 0, "t": "ERR42 widget deploy"}, None),
+              ("put", ("a",), "k2", {"n": 0, "t": "lunch"}, None),
+              ("put", ("a",), "k3", {"n": 0, "t": "ERR42"}, False),
+              ("query", ("a",), "ERR42 lunch", None, (0, 1)),
+              ("query", (), "ERR42 lunch", None, (1, 2))])
 def test_semantic_search_agrees_with_langgraphs_in_memory_store_given_the_same_index(mem, ops):
     ours, reference = GraphmemStore(mem, tenant=tenant(), index=INDEX), InMemoryStore(index=INDEX)
     for op in ops:
@@ -181,13 +216,34 @@ def test_semantic_search_agrees_with_langgraphs_in_memory_store_given_the_same_i
             ours.delete(op[1], op[2])
             reference.delete(op[1], op[2])
         else:
-            _, prefix, query, flt = op
+            _, prefix, query, flt, (offset, limit) = op
             mine = ours.search(prefix, query=query, filter=flt, limit=100)
-            _agree(mine, reference.search(prefix, query=query, filter=flt, limit=100))
+            theirs = reference.search(prefix, query=query, filter=flt, limit=100)
+            _agree(mine, theirs)
             scores = [i.score for i in mine]  # best first, unscored last
-            assert scores == sorted(scores, key=lambda x: (x is None, -(x or 0)))
+            assert scores == _best_first(scores)
+            _page_agrees(ours, mine, theirs, prefix, query, flt, offset, limit)
     past = ours.as_of(cutoff=now())  # an as-of view searches by meaning too
     _agree(past.search((), query="deploy", limit=100), reference.search((), query="deploy", limit=100))
+
+
+def test_semantic_pages_are_cut_from_the_cosine_order_whatever_identifiers_the_query_holds(mem):
+    """graphmem ranks the holders of a query's identifier (ABC123) first; the store ranks by
+    cosine alone, as InMemoryStore does, and cuts every page from that order: the best
+    scored item comes first, an unindexed holder of the identifier last."""
+    ours, reference = GraphmemStore(mem, tenant=tenant(), index=INDEX), InMemoryStore(index=INDEX)
+    for store in (ours, reference):
+        store.put(("docs",), "holder", {"t": "ticket ABC123 log dump"})  # cosine 0.35
+        store.put(("docs",), "best", {"t": "apple apple"})  # 0.63
+        store.put(("docs",), "second", {"t": "apple crumble"})  # 0.39
+        store.put(("docs",), "raw", {"t": "ABC123 zebra"}, index=False)  # no vector
+    query = "ABC123 apple"
+    mine, theirs = ours.search(("docs",), query=query), reference.search(("docs",), query=query)
+    assert [i.key for i in mine] == [i.key for i in theirs] == ["best", "second", "holder", "raw"]
+    assert [i.key for i in ours.search(("docs",), query=query, limit=1)] == ["best"]
+    for offset in range(5):
+        for limit in range(1, 4):
+            _page_agrees(ours, mine, theirs, ("docs",), query, None, offset, limit)
 
 
 def test_another_embedder_is_refused_for_a_namespace(mem):
@@ -269,8 +325,9 @@ def test_a_view_is_read_only(store):
     assert view.read_only and not store.read_only
     with pytest.raises(InputError, match="read-only view"):
         view.put(("a",), "k", {"v": 1})
-    with pytest.raises(InputError, match="read-only view"):
+    with pytest.raises(InputError, match="read-only view") as info:
         view.delete(("a",), "k")
+    assert info.value.where == "delete"
 
 
 def test_search_ranks_by_text_and_filters_before_the_limit(store):
@@ -290,6 +347,28 @@ def test_search_ranks_by_text_and_filters_before_the_limit(store):
     assert len(store.search(("notes", "u1"), query="the", limit=100)) == 7
     with pytest.raises(InputError, match="unknown operator"):
         store.search(("notes",), filter={"i": {"$in": [1]}})
+
+
+def test_a_query_over_graphmems_word_bound_is_refused_not_taken_for_no_query(mem, store):
+    """A full-text query takes at most 256 words that are not stop words (one Lucene clause
+    each): one more is refused naming the query, within the 1,000 characters, rather than
+    answered as if there were no query (every item, unscored)."""
+    store.put(("docs",), "fruit", {"text": "apple pie"})
+    store.put(("docs",), "car", {"text": "red sports car"})
+    words = [w for w in map("".join, itertools.product(string.ascii_lowercase, repeat=2))
+             if w not in STOP_WORDS]
+    at_bound = " ".join(["apple", *words[:255]])
+    assert [(i.key, i.score > 0) for i in store.search(("docs",), query=at_bound)] == [("fruit", True)]
+    over = " ".join(["apple", *words[:256]])
+    assert len(over) <= 1000
+    with pytest.raises(InputError) as info:
+        store.search(("docs",), query=over)
+    assert (info.value.where, info.value.reason) == (
+        "query", "257 searchable words (stop words aside); at most 256 for a full-text search")
+    # by meaning, the words are not clauses: no such bound
+    semantic = GraphmemStore(mem, tenant=tenant(), index=INDEX)
+    semantic.put(("docs",), "fruit", {"t": "apple pie"})
+    assert [i.key for i in semantic.search(("docs",), query=over)] == ["fruit"]
 
 
 def test_filter_operators_follow_langgraphs_definition():
@@ -374,7 +453,9 @@ def test_a_retry_after_a_lost_acknowledgement_puts_once(store, monkeypatch):
 @pytest.mark.parametrize("namespace, key, value, where", [
     (("a.b",), "k", {}, "namespace"),
     (("a",), "", {}, "key"),
-    (("a",), "k" * 1025, {}, "key"),
+    (("a",), "k" * 2049, {}, "key"),
+    (("a",), "中" * 683, {}, "key"),  # 683 characters, 2,049 bytes
+    (tuple(f"{i}" + "a" * 255 for i in range(8)), "k", {}, "namespace"),  # 2,091 bytes as a scope
     (("a",), "k", {"x": math.nan}, "value['x']"),
     (("a",), "k", {"x": {1: "int key"}}, "value['x']"),
     (("a",), "k", {"x": {1, 2}}, "value['x']"),
@@ -401,6 +482,35 @@ def test_a_value_up_to_the_documented_bound_is_kept_and_one_byte_more_is_refused
         store.put(("big",), "k", {"x": at_bound["x"][:-1] + "é"})  # as many characters, one byte more
     assert (info.value.where, info.value.reason) == ("value", "65,537 bytes of JSON in UTF-8; at most 65,536")
     assert store.get(("big",), "k").value == at_bound
+
+
+def test_a_key_and_a_namespace_up_to_their_real_bounds_are_kept_and_one_byte_more_is_refused(store):
+    """The documented bounds are graphmem's: a key is a fact attribute (2,048 bytes in
+    UTF-8), a namespace a scope (2,048 bytes as JSON with the tenant); one byte more is
+    refused naming the key or the namespace before any query, for reads too."""
+    key = "中" * 682 + "kk"  # 2,048 bytes
+    store.put(("a",), key, {"v": 1})
+    assert store.get(("a",), key).value == {"v": 1}
+    with pytest.raises(InputError) as info:
+        store.get(("a",), key + "k")
+    assert (info.value.where, info.value.reason) == (
+        "key", "2,049 bytes in UTF-8; at most 2,048 (a key is a graphmem fact attribute)")
+
+    room = 2048 - len(store.scope_of(("x",)).id.encode()) + 1  # bytes of the dotted path
+    namespace = ("a" * (room - 1001), "b" * 1000)
+    store.put(namespace, "k", {"v": 2})
+    assert [i.value for i in store.search(namespace)] == [{"v": 2}]
+    assert store.list_namespaces(prefix=namespace[:1]) == [namespace]
+    longer = (namespace[0] + "a", namespace[1])
+    for call, where in ((lambda: store.get(longer, "k"), "namespace"),
+                        (lambda: store.put(longer, "k", {"v": 3}), "namespace"),
+                        (lambda: store.search(longer), "namespace_prefix"),
+                        (lambda: store.list_namespaces(prefix=longer), "match_conditions")):
+        with pytest.raises(InputError) as info:
+            call()
+        assert (info.value.where, info.value.reason) == (
+            where, "its graphmem scope (the tenant, the scope keys and the labels, as JSON) is "
+                   "2,049 bytes in UTF-8; at most 2,048")
 
 
 # ------------------------------------------------------------------ a LangGraph graph
@@ -450,9 +560,24 @@ async def _async_roundtrip(store: GraphmemStore) -> Any:
 
 
 def test_the_async_interface_runs_the_same_operations(store):
-    import asyncio
-
     assert asyncio.run(_async_roundtrip(store)) == ({"v": 1}, [("async",)])
+
+
+def test_an_async_embed_function_embeds_on_put_and_aput(mem):
+    """``index["embed"]`` may be an async function, as LangGraph's stores take it."""
+    async def embed(texts: list[str]) -> list[list[float]]:
+        return toy(texts)
+
+    store = GraphmemStore(mem, tenant=tenant(), index={"dims": 32, "embed": embed, "fields": ["t"]})
+    store.put(("a",), "sync", {"t": "rollback"})
+
+    async def run() -> list[Any]:
+        await store.aput(("a",), "async", {"t": "deploy"})
+        return await store.asearch(("a",), query="deploy")
+
+    hits = asyncio.run(run())
+    assert [h.key for h in hits] == ["async", "sync"]
+    assert hits[0].score == pytest.approx(1.0) and hits[1].score < 1.0
 
 
 def test_a_re_put_is_found_by_its_new_text_only(mem):

@@ -60,11 +60,30 @@ two strings; a missing field matches only ``$ne``), and only then ``offset`` and
 (one read each, after one read that lists them). ``SearchItem.score`` is the full-text
 score (None without a query).
 
-**Bounds** (checked before any query; InputError otherwise): at most 16 namespace labels
-of at most 256 characters; a key of 1 to 1,024 characters; a value of at most 64 KiB of
-JSON in UTF-8 (65,536 bytes: the value is stored as a text fact value, whose bound is
-``graphmem.limits.TEXT_BYTES``), nested at most 64 deep, with string keys and finite numbers; ``limit`` 1-1,000,
-``offset`` 0-100,000; a query of at most 1,000 characters, ranked over its best 1,000
+The full-text index holds what graphmem indexes for every fact version, not only an
+item's key and value: the namespace's entity (id ``langgraph:`` and the labels joined by
+``.``, kind ``namespace``, name the labels joined by `` / ``), the definition
+``langgraph item (JSON)``, the period ``0001-01-01`` and each put's source (id
+``langgraph-put:<batch>:<n>``, kind ``langgraph.put``, publisher ``langgraph``; a put of
+an unchanged value adds its source's words again). So a query word among those
+(``langgraph``, ``item``, ``json``, ``namespace``, ``0001``, one of the namespace's
+labels; ``put`` through some source ids) matches items whose key and value do not hold
+it, and those words weigh in every item's text score. The store cannot narrow that: the
+index holds the whole text in one field, through Lucene's english analyzer; only graphmem
+indexing an item's key and value apart could.
+
+**Bounds** (checked before any query; InputError otherwise): at most 16 namespace labels,
+whose graphmem scope (the tenant, the store's scope keys, the named labels and the
+dotted path, as JSON) fits ``graphmem.limits.SCOPE_BYTES``, 2,048 bytes in UTF-8 (a
+dotted path of about 2,000 bytes with a short tenant and no other scope key; refused as
+``namespace``, and a prefix that no namespace can have as ``namespace_prefix`` or
+``match_conditions``); a key of 1 to 2,048 bytes in UTF-8 (it is a fact attribute:
+``graphmem.limits.IDENTIFIER_BYTES``); a value of at most 64 KiB of JSON in UTF-8 (65,536
+bytes: the value is stored as a text fact value, whose bound is
+``graphmem.limits.TEXT_BYTES``), nested at most 64 deep, with string keys and finite
+numbers; ``limit`` 1-1,000, ``offset`` 0-100,000; a query of at most 1,000 characters
+(without an ``index``, at most 256 words that are not stop words:
+``graphmem.limits.SEARCH_TERMS``, one Lucene clause each), ranked over its best 1,000
 matches per namespace; at most 1,000 operations per batch. Tuples come back as lists,
 as from any JSON store.
 
@@ -77,14 +96,19 @@ field alone, the speaker and date being what questions name - docs/PERFORMANCE.m
 the item's version; a search with a query then ranks by cosine similarity (the best of
 an item's fields) among the items that pass graphmem's filters (scope, time, status:
 graphmem/retrieval), and ``SearchItem.score`` is the cosine. Items with no vector come
-after the scored ones, with score None, as in ``InMemoryStore``. ``as_of`` views search
+after the scored ones, with score None, as in ``InMemoryStore``. The order and the cut
+are both by cosine: graphmem's own ranking puts an item holding one of the query's
+identifiers first, so the store reads as many of its hits as a page needs to hold the
+best cosines (up to 1,000 per namespace, graphmem's search limit). ``as_of`` views search
 by meaning too. The embedder's name (its qualified name, or ``index["name"]``) and
 ``dims`` are recorded per namespace; another embedder is refused (InputError).
 
 Differences from ``InMemoryStore``: ``list_namespaces`` lists only namespaces that hold
 an item (``InMemoryStore`` also lists those that were only read, or whose items were all
 deleted); listings are ordered by ``updated_at``, not by insertion; TTLs are not
-supported. A re-put's vectors are those of the new value only: ``InMemoryStore`` keeps
+supported. A search's pages are slices of one order, unscored items included
+(``InMemoryStore`` starts every page's unscored items from the first one, whatever the
+offset). A re-put's vectors are those of the new value only: ``InMemoryStore`` keeps
 the vector of a field that the new value no longer has (or of every field, when
 re-put with ``index=False``) and goes on scoring the item by its old text.
 """
@@ -115,9 +139,10 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
 from .. import facts, lineage
+from .. import search as searching
 from ..db import Tx
 from ..errors import GraphmemError, InputError
-from ..limits import TEXT_BYTES
+from ..limits import IDENTIFIER_BYTES, SCOPE_BYTES, SEARCH_LIMIT, SEARCH_TERMS, TEXT_BYTES, utf8_problem
 from ..memory import Memory
 from ..models import Answer, Authority, Entity, FactIn, FactVersion, Period, Scope, Source
 from ..retrieval import Embedder, store
@@ -129,7 +154,7 @@ PUBLISHER = "langgraph"
 SOURCE_KIND = "langgraph.put"
 FAR = dt.datetime(9999, 12, 31, tzinfo=dt.UTC)  # the present: no publication cutoff
 
-MAX_LABELS, MAX_LABEL, MAX_KEY = 16, 256, 1024
+MAX_LABELS, MAX_KEY_BYTES = 16, IDENTIFIER_BYTES  # the key is a fact attribute
 MAX_VALUE_BYTES, MAX_DEPTH = TEXT_BYTES, 64  # the value is a text fact value
 MAX_LIMIT, MAX_OFFSET, MAX_QUERY, MAX_BATCH = 1000, 100_000, 1000, 1000
 RANGE_OPERATORS = {"$gt": lambda a, b: a > b, "$gte": lambda a, b: a >= b,
@@ -173,16 +198,18 @@ def _labels(namespace: Any, where: str, *, empty: bool) -> tuple[str, ...]:
     for label in namespace:
         if not isinstance(label, str) or not label or "." in label or "\x00" in label:
             raise InputError(where, f"label {label!r}: a non-empty string without '.' or NUL")
-        if len(label) > MAX_LABEL:
-            raise InputError(where, f"label of {len(label)} characters; at most {MAX_LABEL}")
         _utf8(label, where)
     return tuple(namespace)
 
 
 def _key(key: Any) -> str:
-    if not isinstance(key, str) or not 1 <= len(key) <= MAX_KEY:
-        raise InputError("key", f"a string of 1 to {MAX_KEY} characters is required")
-    _utf8(key, "key")
+    """A key: a fact attribute, so graphmem's bound on an identifier is the key's."""
+    if not isinstance(key, str) or not key:
+        raise InputError("key", "a non-empty string is required")
+    size = len(_utf8(key, "key"))
+    if size > MAX_KEY_BYTES:
+        raise InputError("key", f"{size:,} bytes in UTF-8; at most {MAX_KEY_BYTES:,} (a key is a "
+                                "graphmem fact attribute)")
     return key
 
 
@@ -277,6 +304,17 @@ def matches(value: Mapping[str, Any], flt: Mapping[str, Any] | None) -> bool:
     return not flt or all(_holds(value.get(field), cond) for field, cond in flt.items())
 
 
+def _literal(conditions: Sequence[MatchCondition]) -> tuple[str, ...]:
+    """The labels that ``list_namespaces``' prefix condition fixes (those before its first
+    "*"), every condition's labels checked."""
+    literal: tuple[str, ...] = ()
+    for c in conditions:
+        _labels([p for p in c.path if p != "*"], "match_conditions", empty=True)
+        if c.match_type == "prefix":
+            literal = tuple(c.path[:c.path.index("*")] if "*" in c.path else c.path)
+    return literal
+
+
 def _namespace_matches(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
     path = tuple(condition.path)
     if len(namespace) < len(path):
@@ -343,9 +381,24 @@ class GraphmemStore(BaseStore):
         if len(namespace) < len(self._names):
             raise InputError("namespace", f"{namespace} has fewer labels than the store names: "
                                           f"{', '.join(self._names)}")
-        named = dict(zip(self._names, namespace, strict=False))
-        return self._mem.scope(Scope(tenant=self._tenant, **self._fixed, **named,
-                                     namespace=".".join(namespace)))
+        self._fits(namespace, "namespace")
+        return self._mem.scope(Scope(tenant=self._tenant, **self._keys(namespace)))
+
+    def _keys(self, namespace: tuple[str, ...]) -> dict[str, str]:
+        """The scope keys beside the tenant that a namespace (or a prefix of one) maps to."""
+        return {**self._fixed, **dict(zip(self._names, namespace, strict=False)),
+                "namespace": ".".join(namespace)}
+
+    def _fits(self, namespace: tuple[str, ...], where: str) -> None:
+        """Refuse, naming it, a namespace whose graphmem scope would be over graphmem's bound
+        on a scope (the real bound on a namespace: it depends on the tenant, the fixed scope
+        keys and which labels are named). A prefix that does not fit has no namespace under
+        it: more labels only lengthen the scope."""
+        scope = Scope.model_construct(tenant=self._tenant, **self._keys(namespace))  # measured only
+        problem = utf8_problem(scope.id, SCOPE_BYTES)
+        if problem:
+            raise InputError(where, f"its graphmem scope (the tenant, the scope keys and the labels, "
+                                    f"as JSON) is {problem}")
 
     @staticmethod
     def _entity(namespace: tuple[str, ...]) -> str:
@@ -371,8 +424,9 @@ class GraphmemStore(BaseStore):
         for op in ops:  # every check before any query
             if isinstance(op, PutOp):
                 if self.read_only:
-                    raise InputError("put", f"read-only view as of {self._cutoff.isoformat()}: "
-                                            "write through the store itself")
+                    raise InputError("put" if op.value is not None else "delete",
+                                     f"read-only view as of {self._cutoff.isoformat()}: "
+                                     "write through the store itself")
                 if op.namespace and op.namespace[0] == "langgraph":
                     raise InputError("namespace", "the root label 'langgraph' is reserved")
                 key = _key(op.key)
@@ -384,13 +438,13 @@ class GraphmemStore(BaseStore):
                 self.scope_of(op.namespace)
                 _key(op.key)
             elif isinstance(op, SearchOp):
-                _labels(op.namespace_prefix, "namespace_prefix", empty=True)
+                self._fits(_labels(op.namespace_prefix, "namespace_prefix", empty=True), "namespace_prefix")
                 _page(op.limit, op.offset)
                 _check_filter(op.filter)
-                if op.query is not None and (not isinstance(op.query, str) or len(op.query) > MAX_QUERY):
-                    raise InputError("query", f"a string of at most {MAX_QUERY} characters")
+                self._check_query(op.query)
             elif isinstance(op, ListNamespacesOp):
                 _page(op.limit, op.offset)
+                self._fits(_literal(op.match_conditions or ()), "match_conditions")
             else:
                 raise InputError("ops", f"unknown operation {type(op).__name__}")
         results = [None if isinstance(op, PutOp) else self._read(op) for op in ops]
@@ -402,6 +456,19 @@ class GraphmemStore(BaseStore):
         """``batch`` on a worker thread (the driver is synchronous)."""
         ops = list(ops)
         return await asyncio.to_thread(self.batch, ops)
+
+    def _check_query(self, query: Any) -> None:
+        """A search's query within the store's bounds: the full-text search (no ``index``)
+        takes at most graphmem's number of searchable words, so a longer query is refused
+        here rather than becoming no query."""
+        if query is None:
+            return
+        if not isinstance(query, str) or len(query) > MAX_QUERY:
+            raise InputError("query", f"a string of at most {MAX_QUERY} characters")
+        words = _searchable(query) if self._embedder is None else 0
+        if words > SEARCH_TERMS:
+            raise InputError("query", f"{words:,} searchable words (stop words aside); at most "
+                                      f"{SEARCH_TERMS} for a full-text search")
 
     def _read(self, op: Op) -> Result:
         if isinstance(op, GetOp):
@@ -446,9 +513,11 @@ class GraphmemStore(BaseStore):
         namespaces = self._namespaces(prefix, live=False)  # each read below applies the rule
         # without a filter the page needs only each namespace's best offset + limit hits
         depth = MAX_LIMIT if op.filter else min(MAX_LIMIT, op.offset + op.limit)
-        found = (self._ranked(namespaces, op.query, depth) if op.query and not self._embedder
-                 else self._similar(namespaces, op.query, depth) if op.query else None)
-        if found is None:
+        if op.query and self._embedder:
+            found = self._similar(namespaces, op.query, depth)
+        elif op.query and _searchable(op.query):
+            found = self._ranked(namespaces, op.query, depth)
+        else:  # no query, or stop words only
             found = [item for ns in namespaces for item in self._listed(ns)]
             found.sort(key=lambda i: (-i.updated_at.timestamp(), i.namespace, i.key))
         kept = [item for item in found if matches(item.value, op.filter)]
@@ -460,20 +529,15 @@ class GraphmemStore(BaseStore):
         return [_item(namespace, a.attribute, a, search=True) for a in answers if _ours(a)]
 
     def _ranked(self, namespaces: list[tuple[str, ...]], query: str, depth: int
-                ) -> list[SearchItem] | None:
-        """Query hits of every namespace, best text score first; None if the query has
-        nothing searchable (stop words only)."""
+                ) -> list[SearchItem]:
+        """Query hits of every namespace, best text score first (the query has a
+        searchable word: ``_check_query`` and ``_search`` saw to it)."""
         found = []
         for namespace in namespaces:
-            try:
-                result = self._mem.search(
-                    self.scope_of(namespace), text=query, types=("fact",),
-                    entity=self._entity(namespace), cutoff=self._cutoff, known_at=self._known_at,
-                    limit=depth, match="any")
-            except InputError as exc:
-                if exc.where == "text":
-                    return None
-                raise
+            result = self._mem.search(
+                self.scope_of(namespace), text=query, types=("fact",),
+                entity=self._entity(namespace), cutoff=self._cutoff, known_at=self._known_at,
+                limit=depth, match="any")
             found += [_item(namespace, h.answer.attribute, h.answer, search=True, score=h.rank.text_score)
                       for h in result.hits if h.answer is not None and _ours(h.answer)]
         found.sort(key=lambda i: (-(i.score or 0.0), -i.updated_at.timestamp(), i.namespace, i.key))
@@ -481,29 +545,44 @@ class GraphmemStore(BaseStore):
 
     def _similar(self, namespaces: list[tuple[str, ...]], query: str, depth: int
                  ) -> list[SearchItem]:
-        """Query hits of every namespace by meaning (graphmem's semantic search), best
-        cosine first, items without a vector last (score None)."""
-        found = []
-        for namespace in namespaces:
-            scope = self.scope_of(namespace)
-            result = self._mem.search(scope, text=query, types=("fact",), entity=self._entity(namespace),
-                                      cutoff=self._cutoff, known_at=self._known_at, limit=depth,
-                                      mode="semantic", embedder=self._embedder, unembedded="last")
-            found += [_item(namespace, h.answer.attribute, h.answer, search=True,
-                            score=None if h.rank.semantic_score is None else 2 * h.rank.semantic_score - 1)
-                      for h in result.hits if h.answer is not None and _ours(h.answer)]
+        """Query hits of every namespace by meaning, best cosine first, items without a
+        vector last (score None): each namespace's best ``depth`` by that order."""
+        found = [item for namespace in namespaces for item in self._nearest(namespace, query, depth)]
         found.sort(key=lambda i: (i.score is None, -(i.score or 0.0), -i.updated_at.timestamp(),
                                   i.namespace, i.key))
         return found
 
+    def _nearest(self, namespace: tuple[str, ...], query: str, depth: int) -> list[SearchItem]:
+        """Hits of graphmem's semantic search (its filters first) that hold the namespace's
+        best ``depth`` items by cosine alone, as ``InMemoryStore`` ranks them.
+
+        graphmem ranks an item holding one of the query's identifiers before any that does
+        not (graphmem/retrieval/rank.py), then by cosine, then by its own recency: its best
+        ``depth`` hits are not the best ``depth`` cosines, and a page cut from them would
+        not be a page of the store's order. So the search asks for more hits until they hold
+        that page: when ``depth`` of them score above every hit left out (those rank after
+        the last one: when it holds no identifier, none does, and none has a higher cosine),
+        or when none was left out. At graphmem's limit of hits (``SEARCH_LIMIT``) it takes
+        those."""
+        scope, asked = self.scope_of(namespace), min(SEARCH_LIMIT, 2 * depth)
+        while True:
+            hits = self._mem.search(scope, text=query, types=("fact",), entity=self._entity(namespace),
+                                    cutoff=self._cutoff, known_at=self._known_at, limit=asked,
+                                    mode="semantic", embedder=self._embedder, unembedded="last").hits
+            items = [_item(namespace, h.answer.attribute, h.answer, search=True,
+                           score=_cosine(h.rank.semantic_score))
+                     for h in hits if h.answer is not None and _ours(h.answer)]
+            if len(hits) < asked or asked == SEARCH_LIMIT:
+                return items
+            last = hits[-1].rank  # a hit left out scores at most its cosine (-1: it has no vector)
+            bound = -1.0 if last.semantic_score is None else _cosine(last.semantic_score)
+            if not last.identifiers and sum(i.score is not None and i.score > bound for i in items) >= depth:
+                return items
+            asked = min(SEARCH_LIMIT, 8 * asked)
+
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         conditions = tuple(op.match_conditions or ())
-        literal: tuple[str, ...] = ()
-        for c in conditions:
-            _labels([p for p in c.path if p != "*"], "match_conditions", empty=True)
-            if c.match_type == "prefix":
-                literal = tuple(c.path[:c.path.index("*")] if "*" in c.path else c.path)
-        namespaces = [ns for ns in self._namespaces(literal)
+        namespaces = [ns for ns in self._namespaces(_literal(conditions))
                       if all(_namespace_matches(ns, c) for c in conditions)]
         if op.max_depth is not None:
             namespaces = list({ns[:op.max_depth] for ns in namespaces})
@@ -611,7 +690,11 @@ def _field_texts(value: Mapping[str, Any], fields: Sequence[str]) -> list[str]:
 def _embedder(index: IndexConfig) -> Embedder:
     """LangGraph's ``index`` as a graphmem Embedder: ``embed`` (an Embeddings object, a
     sync or async function, or a provider string), ``dims``, ``fields``; the name is
-    ``index["name"]`` if given, else the provider string or the function's name."""
+    ``index["name"]`` if given, else the provider string or the function's name.
+
+    Only a provider string goes through LangGraph's ``ensure_embeddings``: the Embedder
+    takes an Embeddings object or a function itself, and awaits an async one (LangGraph's
+    wrapper of an async function has no synchronous call, which the store makes)."""
     if not isinstance(index, Mapping) or "embed" not in index or "dims" not in index:
         raise InputError("index", 'LangGraph\'s index configuration: {"dims": int, "embed": ..., '
                                   '"fields": [...]}')
@@ -619,8 +702,21 @@ def _embedder(index: IndexConfig) -> Embedder:
     name = index.get("name") or (embed if isinstance(embed, str) else getattr(
         embed, "__qualname__", type(embed).__name__))
     fields = list(index.get("fields") or ["$"])
-    return Embedder(ensure_embeddings(embed), name=f"langgraph:{name}", dims=index["dims"],
+    return Embedder(ensure_embeddings(embed) if isinstance(embed, str) else embed,
+                    name=f"langgraph:{name}", dims=index["dims"],
                     text_of=lambda row: _field_texts(json.loads(row["value"]), fields))
+
+
+def _cosine(semantic_score: float | None) -> float | None:
+    """graphmem's semantic score, (1 + cos) / 2 (Neo4j's convention), as the cosine that
+    ``InMemoryStore`` scores with."""
+    return None if semantic_score is None else 2 * semantic_score - 1
+
+
+def _searchable(query: str) -> int:
+    """How many words of a query graphmem's full-text search takes, each one clause of its
+    Lucene query (graphmem/search.py): the query's tokens, stop words aside."""
+    return sum(t.lower() not in searching.STOP_WORDS for t in searching.tokens(query))
 
 
 def _ours(answer: Answer) -> bool:
