@@ -61,7 +61,7 @@ from . import vectors
 from .embedders import Embedder
 from .store import check_space
 
-TEXT_WEIGHT = 0.5
+TEXT_WEIGHT = 0.4
 """Hybrid's weight on the normalised text score (1 - it on similarity): see
 docs/PERFORMANCE.md for the sweep on LoCoMo it was chosen by."""
 RANKING = {
