@@ -21,6 +21,7 @@ import io
 import json
 import logging
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -64,7 +65,15 @@ def error_line(exc: BaseException, where: str | None = None, named: str | None =
 
 class _Group(click.Group):
     """Turns every error into one line on stderr and exit code 1 (traceback with --debug);
-    click's own usage errors keep their exit code 2."""
+    click's own usage errors keep their exit code 2, and so does an input error about the
+    command's options (:func:`in_options`)."""
+
+    group_class = type  # its subgroups (load, server, bootstrap) are _Groups too
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        name, cmd, rest = super().resolve_command(ctx, args)
+        ctx.meta["graphmem.command"] = cmd  # shared down the chain: the innermost wins
+        return name, cmd, rest
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -75,8 +84,25 @@ class _Group(click.Group):
             obj = ctx.obj or {}
             if obj.get("debug"):
                 raise
-            click.echo(error_line(exc, obj.get("where"), obj.get("named")), err=True)
-            sys.exit(1)
+            usage = in_options(exc, ctx.meta.get("graphmem.command")) if isinstance(exc, InputError) else None
+            click.echo(error_line(usage or exc, obj.get("where"), obj.get("named")), err=True)
+            sys.exit(2 if usage else 1)
+
+
+def in_options(exc: InputError, command: click.Command | None) -> InputError | None:
+    """An input error in the command line's words, when it is about the command's options:
+    an argument the command passes on (``frame``, ``source_id=``) named by its option
+    (``--frame``, ``--source``) - the API's errors name its own arguments. None when the
+    error names no option (a file's row, the data): not a usage error."""
+    options = [(p.name, max(p.opts, key=len)) for p in (command.params if command else ())
+               if isinstance(p, click.Option) and p.name]
+    # by the parameter's name (source_id) and the option's own (--frames takes frames_text)
+    names = {**{opt[2:].replace("-", "_"): opt for _, opt in options}, **dict(options)}
+    where = names.get(exc.where, exc.where)
+    reason = re.sub(r"(?<![\w-])(\w+)=", lambda m: names.get(m[1], m[0]), exc.reason)
+    if not where.startswith("--") and reason == exc.reason:
+        return None
+    return InputError(where, reason)
 
 
 def _quiet_logs(debug: bool) -> None:
@@ -722,10 +748,10 @@ def retract(source_id: str, reason: str, by: str | None, tenant: str,
 def lineage_cmd(version_id: str, direction: str, max_depth: int | None, fmt: str,
                 out: Path | None, tenant: str, scope_keys: tuple[str, ...]) -> None:
     """The lineage of one version, as a table, JSON, DOT, GraphML or a PNG drawing."""
-    with _connect() as mem:
-        graph = mem.lineage(_scope(tenant, scope_keys), version_id, direction, max_depth)
     if fmt in ("graphml", "png") and out is None:
         raise InputError("--out", f"--format {fmt} writes a file: give --out FILE")
+    with _connect() as mem:
+        graph = mem.lineage(_scope(tenant, scope_keys), version_id, direction, max_depth)
     text = export.write(graph, fmt, out)
     if text is not None:
         click.echo(text)

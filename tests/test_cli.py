@@ -19,8 +19,10 @@ UTC = dt.UTC
 ASOF = ("asof", "--entity", "acme", "--attribute", "revenue", "--cutoff", "2025-01-01")
 
 
-def one_line_error(done) -> str:
-    assert done.returncode == 1, (done.stdout, done.stderr)
+def one_line_error(done, code: int = 1) -> str:
+    """The one stderr line of a failed command: exit 1, or 2 for a usage error (an
+    option missing, misused or malformed)."""
+    assert done.returncode == code, (done.stdout, done.stderr)
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("graphmem: error: "), done.stderr
     return done.stderr
 
@@ -45,6 +47,27 @@ def test_an_empty_tenant_and_a_bad_setting_are_one_line_naming_them(migrated):
     assert err == "graphmem: error: Scope: tenant must be a non-empty string\n"
     err = one_line_error(run_cli(*ASOF, environ=env(migrated, GRAPHMEM_WRITE_TIMEOUT="soon")))
     assert err.startswith("graphmem: error: GRAPHMEM_WRITE_TIMEOUT: expected a number")
+
+
+
+def test_a_misused_option_is_a_usage_error_in_the_command_lines_words(migrated):
+    """An option missing, misused or malformed exits 2 (README's usage error) naming the
+    options, not the Python arguments the command passes them to; an error about the
+    data stays exit 1."""
+    environ = env(migrated)
+    for args, said in (
+            (("impact",), "impact: give exactly one of --source or --version"),
+            (("impact", "--source", "x", "--version", "y"), "impact: give exactly one of --source or --version"),
+            ((*ASOF[:-1], "yesterday"), "--cutoff: not an ISO date or datetime: 'yesterday'"),
+            (("screen", "--attribute", "x", "--frame", "CY2015Q4I", "--period", "2015-12-31", "--cutoff",
+              "2016-01-01"), "--frame: give exactly one of --frame (e.g. 'CY2024Q3') or --period"),
+            (("lineage", "fv_000000000000000000000000", "--format", "graphml"),
+             "--out: --format graphml writes a file: give --out FILE")):
+        err = one_line_error(run_cli(*args, "--tenant", "cli-usage", environ=environ), code=2)
+        assert err == f"graphmem: error: {said}\n"
+    missing = one_line_error(run_cli("lineage", "fv_000000000000000000000000", "--tenant", "cli-usage",
+                                     environ=environ))
+    assert "no version fv_000000000000000000000000" in missing
 
 
 # In the load's process: the second filing's write fails with a transient fault every
@@ -119,7 +142,7 @@ def test_a_bad_panel_range_is_one_line_naming_its_option(migrated):
             (("--frames", "CY2019I..CY2020I", "--cutoffs", quarters),
              "--frames: 'CY2019I': an instant frame names a quarter; the year's last day is CY2019Q4I")):
         err = one_line_error(run_cli("panel", "--tenant", "t", "--attribute", "us-gaap:Assets", *args,
-                                     environ=environ))
+                                     environ=environ), code=2)
         assert err == f"graphmem: error: {said}\n"
 
 

@@ -620,8 +620,8 @@ def test_quarantine_into_a_missing_folder_names_the_option_before_anything_is_re
     for command in (["load", "edgar", str(LPA)], ["load", "companyfacts", str(LPA)],
                     ["bootstrap", "edgar", str(LPA), "--csv", str(tmp_path / "csv")]):
         done = CliRunner().invoke(main, [*command, "--quarantine", str(missing)], env={"GRAPHMEM_NEO4J_URI": ""})
-        assert (done.exit_code, done.stderr.strip()) == (
-            1, f"graphmem: error: --quarantine: {missing}: no such folder: {missing.parent}"), command
+        assert (done.exit_code, done.stderr.strip()) == (  # a usage error: exit 2
+            2, f"graphmem: error: --quarantine: {missing}: no such folder: {missing.parent}"), command
     assert not (tmp_path / "csv").exists()
 
 
@@ -633,6 +633,6 @@ def test_quarantine_into_a_file_that_cannot_be_written_names_the_option(uri, tmp
                     ["bootstrap", "edgar", str(LPA), "--csv", str(tmp_path / "csv")]):
         done = CliRunner().invoke(main, [*command, "--quarantine", str(unwritable), "--tenant", "t"],
                                   env={"GRAPHMEM_NEO4J_URI": uri})
-        assert done.exit_code == 1 and done.stderr.startswith("graphmem: error: ") and done.stderr.strip().endswith(
+        assert done.exit_code == 2 and done.stderr.startswith("graphmem: error: ") and done.stderr.strip().endswith(
             f"--quarantine: {unwritable}: cannot be written: File name too long"), command
     assert not (tmp_path / "csv").exists()

@@ -698,7 +698,7 @@ def test_the_tokens_file_is_checked_before_the_server_starts(tmp_path):
         with pytest.raises(ValueError, match=message.replace("[", r"\[")):
             TokenAccess.load(bad)
     result = CliRunner().invoke(main, ["mcp", "--transport", "http"])
-    assert result.exit_code == 1 and "tokens file" in result.output
+    assert result.exit_code == 2 and "tokens file" in result.output  # a usage error
 
 
 def test_time_defaults_are_now(w, monkeypatch):

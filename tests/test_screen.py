@@ -492,12 +492,12 @@ def test_the_command_line_exit_codes(migrated, synthetic, tmp_path):
     assert nobody.exit_code == 4, nobody.output  # nobody has a value for 2019
     bad = _cli(migrated, scope, "--attribute", "us-gaap:Revenues", "--frame", "CY2024Q9",
                "--cutoff", "2024-11-15")
-    assert bad.exit_code == 1 and "frame: 'CY2024Q9' is not a calendar frame" in bad.output
+    assert bad.exit_code == 2 and "--frame: 'CY2024Q9' is not a calendar frame" in bad.output  # usage
     empty = tmp_path / "empty.txt"
     empty.write_text("# nothing\n\n")
     refused = _cli(migrated, scope, "--attribute", "us-gaap:Revenues", "--frame", "CY2024Q3",
                    "--cutoff", "2024-11-15", "--entities", str(empty))
-    assert refused.exit_code == 1 and f"--entities: {empty}: no entity ids" in refused.output
+    assert refused.exit_code == 2 and f"--entities: {empty}: no entity ids" in refused.output
     exact = _cli(migrated, scope, "--attribute", "us-gaap:Revenues", "--period", "2024-07-01..2024-09-30",
                  "--cutoff", "2024-11-15", "--format", "csv")
     assert exact.exit_code == 0 and "cik:101,active,100," in exact.output
@@ -611,4 +611,4 @@ def test_the_command_line_ltm_screen(migrated, real):
     assert got[TESLA]["note"] == "from 2021-01-01..2021-09-30, 2020-01-01..2020-12-31, 2020-01-01..2020-09-30"
     refused = _cli(migrated, scope, "--ltm", "--attribute", "us-gaap:OperatingIncomeLoss",
                    "--period", "2021-09-30", "--cutoff", "2022-04-01")
-    assert refused.exit_code == 1 and "--ltm: an LTM screen takes --frame" in refused.output
+    assert refused.exit_code == 2 and "--ltm: an LTM screen takes --frame" in refused.output

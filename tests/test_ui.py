@@ -512,7 +512,7 @@ def test_cli_serves_no_public_address_without_tokens(migrated):
     from graphmem.cli import main
 
     done = CliRunner().invoke(main, ["ui", "--host", "0.0.0.0", "--tenant", "nobody"], env=env(migrated))
-    assert done.exit_code == 1
+    assert done.exit_code == 2  # a usage error
     assert done.stderr == ("graphmem: error: --tokens: 0.0.0.0 is not a loopback address: serving it needs a "
                            "tokens file (each bearer token maps to one scope)\n")
 
