@@ -66,7 +66,9 @@ __all__ = ["CompanyReport", "Online", "Store", "UniverseReport", "load", "load_c
 
 
 class CompanyReport(LoadReport):
-    """What a load did for one company (``file`` is its companyfacts file)."""
+    """What a load did for one company (``file`` is its companyfacts file). A company
+    ``recorded`` before (nothing to do) carries the report of the load that recorded it,
+    with this run's status and seconds."""
 
     cik: int
     name: str | None = None
@@ -89,12 +91,17 @@ class UniverseReport(BaseModel):
         return [c for c in self.companies if c.status in ("failed", "missing")]
 
     def totals(self) -> dict[str, Any]:
-        """Sums over the companies: counts, quarantine by reason, companies by status."""
+        """What this run did, summed over the companies: counts, quarantine by reason,
+        companies by status. A company recorded before adds only its filings, as already
+        recorded: its counts are the earlier load's work (a re-run that skips every
+        company reads no row and writes nothing)."""
         keys = ("rows", "assertions", "versions_created", "evidence_added", "unchanged", "rerounded",
                 "quarantined", "sources", "sources_recorded", "filings_recorded")
-        out: dict[str, Any] = {k: sum(getattr(c, k) for c in self.companies) for k in keys}
+        worked = [c for c in self.companies if c.status != "recorded"]
+        out: dict[str, Any] = {k: sum(getattr(c, k) for c in worked) for k in keys}
+        out["filings_recorded"] += sum(c.sources for c in self.companies if c.status == "recorded")
         reasons: Counter[str] = Counter()
-        for c in self.companies:
+        for c in worked:
             reasons.update(c.quarantine)
         out["quarantine"] = dict(sorted(reasons.items()))
         out["companies"] = dict(sorted(Counter(c.status for c in self.companies).items()))

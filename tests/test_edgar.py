@@ -404,6 +404,9 @@ def test_resume_skips_recorded_companies_and_the_write_path_stays_the_safety_net
         again = edgar.load(mem, scope, universe.select(found))
         assert [c.status for c in again.companies] == ["recorded"] * 3
         assert [c.versions_created for c in again.companies] == [c.versions_created for c in first.companies]
+        skipped = again.totals()  # what the re-run did: nothing read, every filing already recorded
+        assert (skipped["rows"], skipped["versions_created"], skipped["rows_per_s"]) == (0, 0, 0.0)
+        assert skipped["filings_recorded"] == first.totals()["sources"] > 0
         assert mem.counts(scope) == counted
         rewritten = edgar.load(mem, scope, universe.select(found), resume=False)
     totals = rewritten.totals()
