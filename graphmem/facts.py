@@ -348,9 +348,12 @@ def _check_revisions(known: Prepared, assertions: list[Assertion], expected_revi
     """With ``expected_revision``, every key written must be at it (0 for a key not stored yet)."""
     if expected_revision is None:
         return
-    for uid in sorted({a.key.uid for a in assertions}):
+    keys = {a.key.uid: a.key for a in assertions}
+    for uid in sorted(keys):
         if (stored := known.revisions.get(uid, 0)) != expected_revision:
-            raise ConcurrentWriteError(uid, expected_revision, stored)
+            k = keys[uid]  # named as the caller wrote it; the uid is a digest of that
+            raise ConcurrentWriteError(f"{k.entity} {k.attribute} [{k.unit}] {k.period_text}"
+                                       + (f" ({k.definition})" if k.definition else ""), expected_revision, stored)
 
 
 def evidence_row(a: Assertion, version_id: str, times: Times) -> dict[str, Any]:

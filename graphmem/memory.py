@@ -12,6 +12,7 @@ import datetime as dt
 import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator
+from decimal import Decimal
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +76,24 @@ def _aware(name: str, value: dt.datetime | None) -> dt.datetime | None:
     if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
         raise InputError(name, "naive datetime refused: give a timezone (for example UTC)")
     return value.astimezone(dt.UTC)
+
+
+_DERIVATION_ARGS = frozenset({"method", "method_version", "params", "inputs", "output", "cutoff"})
+_FACT_VALUE_TYPES = (Decimal, bool, dt.date, str)  # models.FactValue (typed() refuses datetimes)
+
+
+def _derivation_args(where: str, d: Any) -> dict[str, Any]:
+    """One ``derive_many`` item: a dict of ``derive``'s keyword arguments, named by its
+    place when it is not (a misspelt or missing key would otherwise be a TypeError about
+    a private method)."""
+    if not isinstance(d, dict):
+        raise InputError(where, f"a dict of derive's arguments is required, got {type(d).__name__}")
+    unknown = sorted(map(str, set(d) - _DERIVATION_ARGS))
+    missing = sorted(_DERIVATION_ARGS - {"cutoff"} - set(d))
+    if unknown or missing:
+        said = [f"{what} {', '.join(keys)}" for what, keys in (("unknown", unknown), ("missing", missing)) if keys]
+        raise InputError(where, "; ".join(said))
+    return d
 
 
 def _instance(name: str, value: Any, kind: type, *, optional: bool = False) -> Any:
@@ -405,6 +424,9 @@ class Memory:
             value = values.typed(value)
         except ValueError as exc:
             raise InputError("value", str(exc)) from None
+        if not isinstance(value, _FACT_VALUE_TYPES):  # here, not in the write (its FactIn would say it)
+            raise InputError("value", "a Decimal (or int), bool, date or str is required; "
+                                      f"got {type(value).__name__}")
 
         # one id per call, the same for its retries: a retry after a commit whose
         # acknowledgement was lost finds the resolution instead of recording a second
@@ -766,7 +788,8 @@ class Memory:
         scope = self.scope(scope)
         if not isinstance(derivations, list) or len(derivations) > limits.RECORD_ITEMS:
             raise InputError("derivations", f"a list of at most {limits.RECORD_ITEMS:,} derivations")
-        specs = [self._derivation(scope, **d) for d in derivations]
+        specs = [self._derivation(scope, **_derivation_args(f"derivations[{i}]", d))
+                 for i, d in enumerate(derivations)]
 
         def work(tx: Tx, at: Any) -> list[FactVersion]:
             return [self._derive_in(tx, at, scope, *spec) for spec in specs]

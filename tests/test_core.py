@@ -311,6 +311,30 @@ def test_resolve_refuses_versions_of_different_keys(w):
     assert len(w.history(period=None)) == 2
 
 
+def test_a_value_resolve_cannot_store_is_refused_by_name_before_any_query(scope):
+    """Checked before the write (it would fail inside it, naming a model's field): so even
+    a memory whose server is gone says what is wrong with the value."""
+    from graphmem import Memory
+    with Memory.connect("bolt://127.0.0.1:9") as gone:
+        for value in ([1], None, 1.5):
+            with pytest.raises(InputError, match="^value: ") as info:
+                gone.resolve(scope, versions=["fv_000000000000000000000000"], value=value, reason="x", by="me")
+            assert "FactIn" not in str(info.value)
+
+
+def test_a_malformed_derivation_is_named_by_its_place():
+    from graphmem import Memory
+    with Memory.connect("bolt://127.0.0.1:9") as gone:
+        good = {"method": "m", "method_version": "1", "params": {}, "inputs": {"x": "fv_1"},
+                "output": FactIn(entity="e", attribute="a", value=1, period=Q1)}
+        for bad, said in ((good | {"ouptut": 1}, "derivations[1]: unknown ouptut"),
+                          ({k: v for k, v in good.items() if k != "output"}, "derivations[1]: missing output"),
+                          ("derive", "derivations[1]: a dict of derive's arguments is required, got str")):
+            with pytest.raises(InputError) as info:
+                gone.derive_many(Scope(tenant="t"), [good, bad])
+            assert str(info.value) == said
+
+
 # ------------------------------------------------------------------ 4. authority
 
 
@@ -691,8 +715,8 @@ def test_expected_revision_mismatch_raises_and_writes_nothing(w):
     assert w.read(FAR).status == "not_found"
 
     v1 = w.fact(Decimal("100"), "q1", expected_revision=0)
-    with pytest.raises(ConcurrentWriteError, match="expected revision 0"):
-        w.fact(Decimal("120"), "q2", expected_revision=0)
+    with pytest.raises(ConcurrentWriteError, match=r"^fact key acme revenue \[USD\] .*: expected revision 0"):
+        w.fact(Decimal("120"), "q2", expected_revision=0)  # named as written, not by its digest
     assert [h.version_id for h in w.history()] == [v1.version_id]
     assert source_ids(w.history()[0]) == ["q1"]
     assert w.read(FAR).value == Decimal("100")
