@@ -314,9 +314,8 @@ class Build:
             stored = self._sources([uid]).get(uid) or new.get(uid)
             if stored is None:
                 new[uid] = source
-            elif not facts._same_source(facts.source_params(scope, stored), source):
-                raise InputError(f"source {source.id!r}", "already recorded with different fields; sources are "
-                                 "immutable (record a new source, or retract this one)")
+            elif changed := facts.source_changed(source, facts.source_params(scope, stored)):
+                raise changed
         return list(new.values())
 
     def _prepared(self, scope: Scope, items: list[FactIn], new: list[Source]) -> facts.Prepared:

@@ -197,16 +197,25 @@ def to_source_record(row: dict[str, Any]) -> SourceRecord:
         erased=row["erased_at"] is not None)
 
 
-def _same_source(stored: dict[str, Any], source: Source) -> bool:
-    return (
-        stored["kind"] == source.kind
-        and stored["authority"] == source.authority.value
-        and native(stored["available_by"]) == source.available_by
-        and stored["publisher"] == source.publisher_id
-        and stored["uri"] == source.uri
-        and stored["title"] == source.title
-        and json.loads(stored["meta"] or "{}") == source.meta
-    )
+def source_changed(source: Source, stored: dict[str, Any]) -> InputError | None:
+    """The error for re-recording ``source`` over ``stored`` (its ``source.get_many`` row,
+    or ``source_params``) with other fields, naming them - an availability with both
+    times (a filing first loaded by its filed day, then by its acceptance time) - or
+    None when they are the same. A source is immutable: a retraction does not free its
+    id; the new fields go under a new id."""
+    changed = [name for name, old, new in (
+        ("kind", stored["kind"], source.kind), ("authority", stored["authority"], source.authority.value),
+        ("available_by", native(stored["available_by"]), source.available_by),
+        ("publisher", stored["publisher"], source.publisher_id), ("uri", stored["uri"], source.uri),
+        ("title", stored["title"], source.title), ("meta", json.loads(stored["meta"] or "{}"), source.meta),
+    ) if old != new]
+    if not changed:
+        return None
+    if "available_by" in changed:
+        changed[changed.index("available_by")] = (f"available_by {native(stored['available_by']).isoformat()} "
+                                                  f"as recorded, {source.available_by.isoformat()} now")
+    return InputError(f"source {source.id!r}", f"already recorded with other fields ({'; '.join(changed)}); "
+                                               "sources are immutable: record this one under a new id")
 
 
 def record_source(tx: Tx, scope: Scope, source: Source, recorded_at: Any) -> bool:
@@ -214,12 +223,8 @@ def record_source(tx: Tx, scope: Scope, source: Source, recorded_at: Any) -> boo
     uid = source_uid(scope, source.id)
     existing = tx.one("source.get_many", uids=[uid], **scope_params(scope))
     if existing is not None:
-        if existing["erased_at"] is None and not _same_source(existing, source):
-            raise InputError(
-                f"source {source.id!r}",
-                "already recorded with different fields; sources are immutable "
-                "(record a new source, or retract this one)",
-            )
+        if existing["erased_at"] is None and (changed := source_changed(source, existing)):
+            raise changed
         return False
     echo.check_source(tx, scope, source)  # injected memory is never new evidence
     tx.run("source.create", **source_params(scope, source), recorded_at=recorded_at)

@@ -172,7 +172,7 @@ def test_a_build_refuses_what_the_online_path_refuses(tmp_path, templates):
     with pytest.raises(InputError, match="source 'nope' not recorded"):
         build.record(scope, items=[_fact("cik:1", 1, "nope")])
     build.record(scope, sources=[_source("s1", "cik:1", 0)], items=[_fact("cik:1", 1, "s1")])
-    with pytest.raises(InputError, match="already recorded with different fields"):
+    with pytest.raises(InputError, match="already recorded with other fields .available_by "):
         build.record(scope, sources=[_source("s1", "cik:1", 1)])
     build.record(scope, sources=[_source("s1", "cik:1", 0)])  # the same source again: nothing new
     with pytest.raises(InputError, match=r"items\[0\]: a graphmem.FactIn is required"):

@@ -383,6 +383,9 @@ def test_a_changed_filing_time_is_refused_naming_the_accession(mem, scope, tmp_p
     with pytest.raises(InputError, match="accession 0001997711-25-000030.*immutable") as info:
         sec.load(mem, scope, LPA, subs)
     assert str(LPA) in str(info.value)
+    # both times named, and no advice to retract it (a retraction does not free an id)
+    assert "as recorded, 2025-04-02T16:05:00+00:00 now" in str(info.value)
+    assert "retract" not in str(info.value)
     assert counts(mem, scope) == before
 
 
