@@ -51,11 +51,13 @@ RETURN vid AS input,
 // there can be affected). The search walks only derivations of this scope; the
 // derivations pass below filters again (the caller walks only what that pass returns).
 // One row back, ids only, not node maps (decoding is what costs): `facts` as
-// [version_id, root (the origin's own), anchored, derivation evidences, entity,
-// attribute, period, available_by (only $with_time)], `derivations` (those the walked
-// facts feed) as [id, uid, method, [[walked input version_id, role]], output
-// version_ids].
-// A version origin is its own root, never anchored, and counts no derivations
+// [version_id, root (the origin's own), anchored, live derivations, entity, attribute,
+// period, available_by (only $with_time)], `derivations` (those the walked facts feed)
+// as [id, uid, method, [[walked input version_id, role]], output version_ids].
+// A fact's live derivations are the ids of those that evidence it by K and were not
+// retracted by K (an earlier cascade's): the fact dies when all of them do, so one
+// already retracted, or recorded after K, must not count as evidence still to lose.
+// A version origin is its own root, never anchored, and has no live derivations
 // (whatever backs it, it is the thing assumed gone).
 CALL () {
   MATCH (o:Source {uid: $source}) WHERE o.tenant = $tenant AND o.scope = $scope RETURN o
@@ -71,10 +73,14 @@ MATCH ANY SHORTEST (o) (()<-[r:EVIDENCED_BY WHERE r.recorded_at <= $known_at]-()
    <-[:USES]-(d:Derivation WHERE d.recorded_at <= $known_at AND d.tenant = $tenant AND d.scope = $scope)
    <-[e:EVIDENCED_BY WHERE e.recorded_at <= $known_at]-(:Fact))* (f:Fact)
 MATCH (f)-[:VERSION_OF]->(k:FactKey)
-// each piece of evidence, once: [from the origin, a derivation, other non-derived evidence]
+// each piece of evidence, once: [from the origin, a live derivation's id (other than the
+// origin), other non-derived evidence]
 WITH f, k, f = o AS root_version,
      [(f)-[fe:EVIDENCED_BY]->(p:Source) |
-       [p = o AND fe.recorded_at <= $known_at, p:Derivation,
+       [p = o AND fe.recorded_at <= $known_at,
+        CASE WHEN p:Derivation AND fe.recorded_at <= $known_at AND p <> o
+                  AND NOT EXISTS { (p)<-[:RETRACTS]-(dx:Retraction) WHERE dx.recorded_at <= $known_at }
+             THEN p.id END,
         CASE WHEN NOT p:Derivation AND fe.recorded_at <= $known_at AND ($source IS NULL OR p.uid <> $source)
              THEN p END]] AS evidence
 WITH f, k, root_version, evidence,
@@ -82,7 +88,7 @@ WITH f, k, root_version, evidence,
                               WHERE NOT EXISTS { (p)<-[:RETRACTS]-(rx:Retraction) WHERE rx.recorded_at <= $known_at })
        AS anchored
 WITH collect([f.version_id, root_version OR any(x IN evidence WHERE x[0]), anchored,
-              CASE WHEN root_version THEN 0 ELSE size([x IN evidence WHERE x[1]]) END,
+              CASE WHEN root_version THEN [] ELSE [x IN evidence WHERE x[1] IS NOT NULL | x[1]] END,
               k.entity, k.attribute, k.period, CASE WHEN $with_time THEN f.available_by END]) AS facts,
      collect(CASE WHEN NOT $prune OR NOT anchored THEN f END) AS walked
 CALL (walked) {
@@ -104,17 +110,37 @@ WHERE f.tenant = $tenant AND f.scope = $scope
 RETURN vid AS version_id, k.entity AS entity, k.attribute AS attribute, k.period AS period
 
 // name: lineage.superseded
-// Whether a version has been superseded by K: a later version of its key, still
-// standing, from one of its publishers (its consumers are then stale, not invalid).
+// Whether a version has been superseded by K (its consumers are then stale, not
+// invalid), as step 3 of the read rule (DESIGN.md section 3) says at a cutoff after all
+// evidence: the version is live, and every publisher behind its live evidence has
+// later-available live evidence on another live version holding live evidence of at
+// least its authority. Liveness is the read rule's own fragments, so a newer version
+// that was invalidated, erased or is backed only by retracted sources supersedes
+// nothing, and one of a lower authority does not displace it.
 MATCH (f:Fact {version_id: $version_id})-[:VERSION_OF]->(k:FactKey)
 WHERE f.tenant = $tenant AND f.scope = $scope
-RETURN EXISTS {
-         MATCH (k)<-[:VERSION_OF]-(newer:Fact)-[:EVIDENCED_BY]->(s:Source)
-         WHERE newer.available_by > f.available_by AND newer.recorded_at <= $known_at
-           AND newer.erased_at IS NULL
-           AND NOT EXISTS { (newer)<-[:INVALIDATES]-(y:Invalidation) WHERE y.recorded_at <= $known_at }
-           AND s.publisher IN COLLECT { MATCH (f)-[:EVIDENCED_BY]->(p:Source) RETURN p.publisher }
-       } AS superseded
+WITH f, k, $known_at AS K, datetime({year: 9999}) AS C
+CALL (f, k, K, C) {
+  MATCH (f)-[e:EVIDENCED_BY]->(s:Source)
+  WHERE
+    // include: fact.live_evidence $edge=e $source=s $min_rank=0 $kinds=null
+  WITH s.publisher AS publisher, max(e.available_by) AS last, max(s.authority_rank) AS rank
+  RETURN collect({publisher: publisher, last: last}) AS latest, max(rank) AS rank
+}
+RETURN size(latest) > 0 AND
+         // include: fact.live_version $version=f $flagged=k.flagged
+       AND all(p IN latest WHERE EXISTS {
+         MATCH (k)<-[:VERSION_OF]-(newer:Fact)-[e:EVIDENCED_BY]->(s:Source)
+         WHERE newer <> f AND s.publisher = p.publisher AND e.available_by > p.last AND
+           // include: fact.live_evidence $edge=e $source=s $min_rank=0 $kinds=null
+           AND
+           // include: fact.live_version $version=newer $flagged=k.flagged
+           AND EXISTS {
+             MATCH (newer)-[e2:EVIDENCED_BY]->(s2:Source)
+             WHERE s2.authority_rank >= rank AND
+               // include: fact.live_evidence $edge=e2 $source=s2 $min_rank=0 $kinds=null
+           }
+       }) AS superseded
 
 // name: lineage.upstream_step
 // One step up from a frontier of facts: each fact's evidence, and for derivations

@@ -95,7 +95,10 @@ def normalise_inputs(inputs: dict[str, str | Sequence[str]]) -> list[dict[str, A
     rows = []
     for role, ids in sorted(inputs.items()):
         limits.check_id("inputs", role, limit=limits.NAME_BYTES)
-        for position, vid in enumerate([ids] if isinstance(ids, str) else list(ids)):
+        versions = [ids] if isinstance(ids, str) else list(ids)
+        if not versions:  # a role without inputs: nothing to check, nothing to be public
+            raise InputError(f"inputs[{role!r}]", "a role needs at least one version id")
+        for position, vid in enumerate(versions):
             if not isinstance(vid, str) or not vid:
                 raise InputError(f"inputs[{role!r}]", "version ids must be non-empty strings")
             limits.check_id(f"inputs[{role!r}][{position}]", vid)
@@ -148,7 +151,7 @@ class _Fact(NamedTuple):
     version_id: str
     root: bool
     anchored: bool
-    derivations: int
+    derivations: list[str]  # the graph nodes ("d:<id>") of its live derivations
     entity: str
     attribute: str
     period: str
@@ -189,13 +192,18 @@ def _closure(tx: Tx, scope: Scope, *, source: str | None, version: str | None, k
     [row] = tx.run("lineage.downstream", source=source, version=version, known_at=known_at, prune=prune,
                    with_time=with_time, **scope_params(scope))
     fact_rows, derivation_rows = row["facts"], row["derivations"]
-    facts = {f[0]: _Fact._make(f) for f in fact_rows}
-    derivations = {f"d:{d[0].removeprefix('derivation:')}": _Derivation._make(d) for d in derivation_rows}
+    facts = {f[0]: _Fact._make(f)._replace(derivations=[_node(d) for d in f[3]]) for f in fact_rows}
+    derivations = {_node(d[0]): _Derivation._make(d) for d in derivation_rows}
     users: dict[str, list[str]] = {}
     for node, d in derivations.items():
         for vid, _role in d.inputs:
             users.setdefault(vid, []).append(node)
     return _Closure(facts, derivations, users)
+
+
+def _node(derivation_source_id: str) -> str:
+    """A derivation's graph node ("d:<id>") from its source id ("derivation:<id>")."""
+    return f"d:{derivation_source_id.removeprefix('derivation:')}"
 
 
 def _walk(closure: _Closure, origin: str, max_depth: int | None, prune: bool = True
@@ -244,7 +252,7 @@ def _describe(graph: nx.DiGraph, closure: _Closure) -> None:
     for node, data in graph.nodes(data=True):
         if node.startswith("f:"):
             f = closure.facts[node[2:]]
-            data.update(kind="fact", anchored=f.anchored, derivations=f.derivations)
+            data.update(kind="fact", anchored=f.anchored, derivations=len(f.derivations))
         elif node.startswith("d:"):
             d = closure.derivations[node]
             data.update(kind="derivation", method=d.method, uid=d.uid)
@@ -259,9 +267,11 @@ def _decide(graph: nx.DiGraph, closure: _Closure, origin: str, version_origin: b
     the returned dict keeps: it is also the recompute order.
 
     A derivation is invalid when an input is, stale when an input is stale. A fact is
-    invalid when it is not anchored and every derivation evidencing it is invalid (the
-    origin's own facts: when they have no other evidence that survives); stale when
-    one of its derivations is stale; else it survives. None: not affected at all.
+    invalid when it is not anchored and every live derivation evidencing it is invalid
+    (the origin's own facts: when they have no other evidence that survives); stale when
+    one of its live derivations is stale; else it survives. None: not affected at all.
+    A derivation already retracted is walked (a report lists it again) but is no
+    evidence left to the fact: only the live ones decide.
     """
     fate: dict[str, Reason | None] = {}
     for node in nx.topological_sort(graph):
@@ -278,11 +288,11 @@ def _decide(graph: nx.DiGraph, closure: _Closure, origin: str, version_origin: b
         elif (fact := closure.facts[node[2:]]).anchored:
             fate[node] = "survives"
         else:
-            dead = sum(1 for p in graph.predecessors(node) if fate[p] == "invalid")
-            if dead >= fact.derivations:
+            live = [fate.get(d) for d in fact.derivations]  # None: not reached, unaffected
+            if all(r == "invalid" for r in live):
                 fate[node] = "invalid"
             else:
-                fate[node] = "stale" if "stale" in parents else "survives"
+                fate[node] = "stale" if "stale" in live else "survives"
     return fate
 
 

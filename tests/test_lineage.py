@@ -85,12 +85,13 @@ def test_retract_applies_the_cascade_and_old_known_at_still_sees_it(mem, scope, 
     assert sum(1 for x in history[0].lifecycle if x.kind == "retracted") == 1
 
 
-def restate_x(mem, scope) -> None:
-    """The publisher of x says otherwise later (day 5): x's version is superseded."""
-    mem.record_source(scope, Source(id="D", kind="report", authority="primary", publisher="E",
+def restate_x(mem, scope, value=11, authority="primary"):
+    """The publisher of x says otherwise later (day 5): x's version is superseded (unless
+    the restatement is of a lower authority). Returns the new version."""
+    mem.record_source(scope, Source(id="D", kind="report", authority=authority, publisher="E",
                                     available_by=day(5)))
-    mem.assert_fact(scope, FactIn(entity="E", attribute="x", value=11, period=Q, unit="USD",
-                                  sources=("D",)))
+    return mem.assert_fact(scope, FactIn(entity="E", attribute="x", value=value, period=Q,
+                                         unit="USD", sources=("D",)))
 
 
 def test_superseded_input_makes_consumers_stale_not_invalid(mem, scope, base):
@@ -102,11 +103,67 @@ def test_superseded_input_makes_consumers_stale_not_invalid(mem, scope, base):
     assert mem.as_of(scope, entity="E", attribute="s", cutoff=day(30)).value == 30
 
 
+def test_a_newer_version_that_is_dead_or_weaker_supersedes_nothing(mem, scope, base):
+    s = derive(mem, scope, "s", 30, a=base["x"], b=base["y"])
+    known = restate_x(mem, scope).recorded_at
+    mem.retract_source(scope, "D", reason="restatement withdrawn")
+    assert mem.as_of(scope, entity="E", attribute="x", cutoff=day(30)).value == 10
+    reasons = {i.id: i.reason for i in mem.impact(scope, version_id=base["x"].version_id).items}
+    assert reasons[s.version_id] == "invalid", "x stands again: nothing newer to recompute from"
+    then = mem.impact(scope, version_id=base["x"].version_id, known_at=known)
+    assert {i.id: i.reason for i in then.items}[s.version_id] == "stale", "known before the retraction"
+
+
+def test_a_restatement_of_lower_authority_supersedes_nothing(mem, scope, base):
+    s = derive(mem, scope, "s", 30, a=base["x"])
+    restate_x(mem, scope, authority="inference")
+    assert mem.as_of(scope, entity="E", attribute="x", cutoff=day(30)).value == 10
+    reasons = {i.id: i.reason for i in mem.impact(scope, version_id=base["x"].version_id).items}
+    assert reasons[s.version_id] == "invalid"
+
+
 def test_invalidating_an_input_invalidates_derived_facts(mem, scope, base):
     s = derive(mem, scope, "s", 30, a=base["x"], b=base["y"])
     mem.invalidate(scope, base["y"].version_id, "wrong figure")
     assert mem.as_of(scope, entity="E", attribute="s", cutoff=day(30)).status == "not_found"
     assert mem.versions(scope, [s.version_id])[0].value == 30
+
+
+@pytest.mark.parametrize("cause", ["retract", "invalidate"])
+def test_a_fact_dies_with_its_last_live_derivation(mem, scope, base, cause):
+    """s is derived twice (from x, then from y); once y's derivation is retracted, losing
+    x leaves s with no live evidence: s and what is derived from it go too."""
+    first = mem.derive(scope, method="from-x", method_version="1", params={},
+                       inputs={"a": base["x"].version_id},
+                       output=FactIn(entity="E", attribute="s", value=30, period=Q, unit="USD"))
+    known = first.recorded_at  # before the second derivation was recorded
+    second = mem.derive(scope, method="from-y", method_version="1", params={},
+                        inputs={"a": base["y"].version_id},
+                        output=FactIn(entity="E", attribute="s", value=30, period=Q, unit="USD"))
+    assert second.version_id == first.version_id
+    t = derive(mem, scope, "t", 60, a=first)
+    then = {i.id: i.reason for i in mem.impact(scope, source_id="A", known_at=known).items}
+    assert then[first.version_id] == "invalid", "as known then, x's derivation was s's only one"
+    mem.retract_source(scope, "B", reason="withdrawn")
+    assert mem.as_of(scope, entity="E", attribute="s", cutoff=day(30)).value == 30
+    preview = {i.id: i.reason for i in mem.impact(scope, source_id="A").items}
+    assert preview[first.version_id] == "invalid" and preview[t.version_id] == "invalid"
+    if cause == "retract":
+        mem.retract_source(scope, "A", reason="withdrawn")
+    else:
+        mem.invalidate(scope, base["x"].version_id, "wrong figure")
+    for attr in ("s", "t"):
+        assert mem.as_of(scope, entity="E", attribute=attr, cutoff=day(30)).status == "not_found"
+
+
+@pytest.mark.parametrize("other_role", [False, True])
+def test_a_role_without_inputs_is_refused_before_anything_is_written(mem, scope, base, other_role):
+    inputs = {"b": [], **({"a": base["x"].version_id} if other_role else {})}
+    before = mem.counts(scope)
+    with pytest.raises(InputError, match=r"inputs\['b'\]: a role needs at least one version id"):
+        mem.derive(scope, method="m", method_version="1", params={}, inputs=inputs,
+                   output=FactIn(entity="E", attribute="w", value=1, period=Q, unit="USD"))
+    assert mem.counts(scope) == before
 
 
 def test_look_ahead_input_is_refused(mem, scope, base):
