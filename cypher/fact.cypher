@@ -556,15 +556,17 @@ RETURN f.version_id AS version_id
 ORDER BY k.period_end, k.period, f.recorded_at, f.version_id
 
 // name: fact.history_index
-// The keys fact.history finds, each with its versions' ids in transaction-time order, and
-// nothing else of them: one row per key (one list of ids is far cheaper to ship than a
-// record per version), of one unit and definition when given. A caller pages through a
-// long history with it and reads one page with fact.versions.
+// The keys fact.history finds, each with its versions' ids in transaction-time order (the
+// versions of one transaction by availability, so that pages of a key recorded in bulk
+// do not interleave in time), and nothing else of them: one row per key (one list of ids
+// is far cheaper to ship than a record per version), of one unit and definition when
+// given. A caller pages through a long history with it and reads one page with
+// fact.versions.
 MATCH (k:FactKey {tenant: $tenant, entity: $entity, attribute: $attribute})
 WHERE k.scope = $scope AND ($period IS NULL OR k.period = $period)
   AND ($unit IS NULL OR k.unit = $unit) AND ($definition IS NULL OR k.definition = $definition)
 MATCH (f:Fact)-[:VERSION_OF]->(k)
-WITH k, f ORDER BY f.recorded_at, f.version_id
+WITH k, f ORDER BY f.recorded_at, f.available_by, f.version_id
 WITH k, collect(f.version_id) AS version_ids
 RETURN k.period AS period, k.unit AS unit, k.definition AS definition, version_ids
 ORDER BY k.period_end, k.period, k.unit, k.definition

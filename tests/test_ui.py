@@ -169,6 +169,33 @@ def test_lineage_lists_its_versions_a_page_at_a_time(http, world, monkeypatch):
     assert http.get("/lineage", params={"version": derived, "page": facts + 1}).status_code == 400
 
 
+def test_a_long_key_recorded_at_once_pages_in_time_order(world, monkeypatch):
+    """40 filings of one key recorded in one transaction: page 1 draws the 20 first
+    public, page 2 the 20 after (not 20 of them in version-id order, whose ticks would
+    interleave with the next page's)."""
+    from graphmem.ui import pages
+
+    monkeypatch.setattr(pages, "VERSIONS_PER_PAGE", 20)
+    mem, d = world["mem"], Scope(tenant=f"test-ui-long-{uuid.uuid4().hex[:12]}")
+    mem.put_entity(d, Entity(id="big"))
+    first = dt.datetime(2020, 1, 1, 21, tzinfo=dt.UTC)
+    sources = [Source(id=f"f{i:02d}", kind="filing", authority="primary", publisher="sec",
+                      available_by=first + dt.timedelta(days=i)) for i in range(40)]
+    mem.record(d, sources=sources, items=[
+        FactIn(entity="big", attribute="rev", unit="USD", value=Decimal(1000 + i),
+               period=Period(end=dt.date(2019, 12, 31)), sources=(s.id,)) for i, s in enumerate(sources)])
+    http = TestClient(build_app(mem, scope=d), base_url="http://127.0.0.1")
+    public = []
+    for page in (1, 2):
+        shown = http.get("/key", params={"entity": "big", "attribute": "rev", "period": "2019-12-31", "page": page,
+                                         "cutoff": "2020-01-15"})
+        assert shown.status_code == 200 and f"page {page} of 2" in shown.text
+        table = shown.text.split('class="versions"', 1)[1].split("</table>", 1)[0]
+        public.append(re.findall(r"<tr class=[^>]*>\s*<td>[^<]*</td><td>([^<]+)</td>", table))
+    assert public[0] == [(first + dt.timedelta(days=i)).strftime("%Y-%m-%d %H:%M:%SZ") for i in range(20)]
+    assert len(public[1]) == 20 and max(public[0]) < min(public[1])
+
+
 def test_screen_steps_through_cutoffs(http):
     page = http.get("/screen", params={"attribute": ASSETS, "frame": "CY2015Q4I", "cutoff": "2016-05-09"})
     assert page.status_code == 200 and BEFORE in page.text
@@ -200,6 +227,80 @@ def test_panel_takes_the_command_lines_ranges_and_is_linked(http):
     screen = http.get("/screen", params={"attribute": ASSETS, "frame": "CY2015Q4I", "cutoff": "2016-05-09"})
     link = re.search(r'id="to-panel" href="([^"]+)"', screen.text).group(1).replace("&amp;", "&")
     assert BEFORE in http.get(link).text
+
+
+def _link(page, name):
+    """The href of the element with id ``name`` (None when the page has none)."""
+    found = re.search(rf'id="{name}" href="([^"]+)"', page.text)
+    return found.group(1).replace("&amp;", "&") if found else None
+
+
+def _cutoffs(link):
+    return urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)["cutoffs"][0].split(",")
+
+
+def test_screen_as_a_panel_keeps_a_cutoff_within_a_day(http):
+    """Noon of 2016-05-10, before the 10-Q (public 15:27Z): the panel the screen links
+    answers at that time, not at the end of the day, when the restatement was public."""
+    screen = http.get("/screen", params={"attribute": ASSETS, "frame": "CY2015Q4I", "cutoff": "2016-05-10T12:00:00Z"})
+    assert BEFORE in screen.text and AFTER not in screen.text
+    link = _link(screen, "to-panel")
+    assert _cutoffs(link) == ["2016-02-10T12:00:00Z", "2016-05-10T12:00:00Z", "2016-08-10T12:00:00Z"]
+    table = http.get(link).text.split('id="panel"', 1)[1]
+    row = _text(next(r for r in table.split("<tr>") if TESLA in r))
+    assert row.index(BEFORE) < row.index(AFTER) and row.count(BEFORE) == 1  # 05-10 noon: the 10-K's value
+
+
+def test_screen_by_period_offers_no_panel(http):
+    """A panel needs frames: a screen by period= has none to hand it."""
+    screen = http.get("/screen", params={"attribute": ASSETS, "period": "2015-12-31", "cutoff": "2016-05-09"})
+    assert screen.status_code == 200 and BEFORE in screen.text
+    assert _link(screen, "to-panel") is None
+    by_frame = http.get("/screen", params={"attribute": ASSETS, "frame": "CY2015Q4I", "cutoff": "2016-05-09"})
+    assert http.get(_link(by_frame, "to-panel")).status_code == 200
+
+
+@pytest.mark.parametrize(("cutoff", "step", "earlier", "later"), [
+    ("2016-09-30", "3m", "2016-06-30", "2016-12-31"),  # a quarter end stays one
+    ("2015-12-31", "3m", "2015-09-30", "2016-03-31"),
+    ("2016-02-29", "1m", "2016-01-31", "2016-03-31"),
+    ("2016-01-30", "1m", "2015-12-30", "2016-02-29"),  # not a month end: the same day, or the month's last
+    ("2016-05-10T12:00:00Z", "1y", "2015-05-10T12:00:00Z", "2017-05-10T12:00:00Z")])
+def test_screen_steps_keep_month_ends(http, cutoff, step, earlier, later):
+    page = http.get("/screen", params={"attribute": ASSETS, "frame": "CY2015Q4I", "cutoff": cutoff, "step": step})
+    assert page.status_code == 200
+    linked = {n: urllib.parse.parse_qs(urllib.parse.urlsplit(_link(page, n)).query)["cutoff"][0]
+              for n in ("earlier", "later")}
+    assert linked == {"earlier": earlier, "later": later}
+
+
+@pytest.mark.parametrize(("cutoff", "step", "offered"), [
+    ("9999-12-31", "3m", {"earlier"}), ("0001-01-01", "3m", {"later"}), ("9999-11-15", "1y", {"earlier"})])
+def test_screen_near_the_ends_of_time_offers_the_steps_it_can(http, cutoff, step, offered):
+    page = http.get("/screen", params={"attribute": ASSETS, "frame": "CY2015Q4I", "cutoff": cutoff, "step": step})
+    assert page.status_code == 200, page.text
+    assert {n for n in ("earlier", "later") if _link(page, n)} == offered
+    assert http.get(_link(page, "to-panel")).status_code == 200
+
+
+def test_links_to_a_key_keep_the_pages_times(http):
+    """From a screen or a search as of 2016-05-09 the key answers as of 2016-05-09 (the
+    10-K's value), not as of now (the restated one)."""
+    screen = http.get("/screen", params={"attribute": ASSETS, "frame": "CY2015Q4I", "cutoff": "2016-05-09"})
+    found = http.get("/", params={"q": "Tesla us-gaap:Assets", "type": "fact", "cutoff": "2016-05-09",
+                                  "known_at": "2099-01-01T00:00:00Z"})
+    for page in (screen, found):
+        links = [x.replace("&amp;", "&") for x in re.findall(r'href="(/key\?[^"]+)"', page.text)]
+        link = next(x for x in links if "period=2015-12-31" in x and "unit=USD" in x)
+        assert "cutoff=2016-05-09" in link and "known_at=" in link
+        assert BEFORE in _text(http.get(link).text.split('id="value"')[1].split("</p>")[0])
+
+
+def test_panel_headers_tell_two_cutoffs_of_one_day_apart(http):
+    page = http.get("/panel", params={"attribute": ASSETS, "frames": "CY2015Q4I",
+                                      "cutoffs": "2016-05-10T12:00:00Z,2016-05-10"})
+    heads = re.findall(r"<th>([^<]*)</th>", page.text.split('id="panel"', 1)[1].split("</tr>", 1)[0])
+    assert heads[2:] == ["2016-05-10T12:00:00Z", "2016-05-10"]
 
 
 def test_agent_memory_candidates_snapshots_and_trace(http, world):
@@ -242,6 +343,15 @@ def test_another_tenants_ids_show_nothing(other, world):
     (f"/panel?attribute={ASSETS}&cutoffs=2016-05-09", "frames: give exactly one"),
     (f"/panel?attribute={ASSETS}&latest=decade&cutoffs=2016-05-09", "latest: must be one of"),
     ("/panel?item=nothing&latest=year&cutoffs=2016-05-09", "item: "),
+    # times whose UTC is outside the years 1 to 9999
+    (KEY + "&cutoff=0001-01-01T00:00:00%2B01:00", "cutoff: 0001-01-01T00:00:00+01:00 is outside"),
+    (KEY + "&known_at=9999-12-31T23:00:00-05:00", "known_at: 9999-12-31T23:00:00-05:00 is outside"),
+    ("/?q=Tesla&cutoff=9999-12-31T23:00:00-05:00", "cutoff: "),
+    (f"/source?id={RESTATED_IN}&known_at=0001-01-01T00:00:00%2B01:00", "known_at: "),
+    (f"/screen?attribute={ASSETS}&frame=CY2015Q4I&cutoff=0001-01-01T00:00:00%2B01:00", "cutoff: "),
+    (f"/panel?attribute={ASSETS}&frames=CY2015Q4I&cutoffs=2016-05-09&known_at=0001-01-01T00:00:00%2B01:00",
+     "known_at: "),
+    (f"/panel?attribute={ASSETS}&frames=CY2015Q4I&cutoffs=2016-05-09,9999-12-31T23:00:00-05:00", "cutoffs: "),
 ])
 def test_bad_parameters_get_a_message_not_a_trace(http, path, named):
     page = http.get(path)
@@ -337,34 +447,94 @@ def test_numbers_read_plainly(value, shown):
 
 
 def test_each_plot_cell_shows_what_as_of_answers_there(world):
-    """The picture draws liveness itself (plot._ended): each cell's answer from as_of
-    (the version, or a conflict's candidates) must be among the rectangles covering the
-    cell, and an empty cell must answer nothing. Three versions: one stays, one invalidated, one whose only source is
-    retracted."""
-    from graphmem.ui import plot
+    """The picture draws liveness itself (plot._spans): at every time anything happened
+    to the key (and a second either side) the answer from as_of (the version, or a
+    conflict's candidates) must be among the shapes under the point the page draws, and
+    a point under none must answer nothing. Key "a": one version stays, one is
+    invalidated, one's only source is retracted. Key "two": one version from two
+    filings (January, March), the January one retracted - live from March after the
+    retraction. Key "again": the only source retracted, then the value filed again."""
+    from graphmem.ui import pages, plot
 
     mem, d = world["mem"], Scope(tenant=f"test-ui-plot-{uuid.uuid4().hex[:12]}")
-    key = {"entity": "e", "attribute": "a", "unit": "USD", "period": Period(end=dt.date(2019, 12, 31))}
+    period = Period(end=dt.date(2019, 12, 31))
     mem.put_entity(d, Entity(id="e"))
-    made = []
-    for month in (1, 2, 3):
-        mem.record_source(d, Source(id=f"s{month}", kind="filing", authority="primary",
+
+    def filed(attribute, value, source, month):
+        mem.record_source(d, Source(id=source, kind="filing", authority="primary", publisher=source,
                                     available_by=dt.datetime(2020, month, 10, tzinfo=dt.UTC)))
-        made.append(mem.assert_fact(d, FactIn(**key, value=Decimal(month), sources=(f"s{month}",))))
+        return mem.assert_fact(d, FactIn(entity="e", attribute=attribute, unit="USD", period=period,
+                                         value=Decimal(value), sources=(source,)))
+
+    made = [filed("a", month, f"s{month}", month) for month in (1, 2, 3)]
     mem.invalidate(d, made[1].version_id, "wrong")
     mem.retract_source(d, "s3", reason="withdrawn")
-    versions = mem.history(d, entity="e", attribute="a", period=key["period"])
-    drawn = plot.versions_plot(versions, versions[0].available_by, versions[0].recorded_at)
-    assert {b.ended for b in drawn.boxes} == {None, "invalidated", "retracted"}
-    for i, cutoff in enumerate(drawn.x_picks):
-        for j, known_at in enumerate(drawn.y_picks):
-            x, y = (i + 0.5) * drawn.col, plot.HEIGHT - (j + 0.5) * drawn.row
-            covering = {b.version.version_id for b in drawn.boxes
-                        if b.x <= x < b.x + b.w and b.y <= y < b.y + b.h}
-            answer = mem.as_of(d, entity="e", attribute="a", period=key["period"], cutoff=cutoff,
-                               known_at=known_at)
-            answered = {v.version_id for v in (answer.version, *answer.candidates) if v}
-            assert answered <= covering and bool(answered) == bool(covering), (i, j, cutoff, known_at)
+    filed("two", 1, "jan", 1)
+    filed("two", 1, "mar", 3)
+    mem.retract_source(d, "jan", reason="withdrawn")
+    filed("again", 1, "c", 1)
+    mem.retract_source(d, "c", reason="withdrawn")
+    filed("again", 1, "d", 2)
+    ended = set()
+    for attribute in ("a", "two", "again"):
+        versions = mem.history(d, entity="e", attribute=attribute, period=period)
+        retracted = pages._retractions(mem, d, versions)
+        # every time anything happened (not only the plot's own ticks), a second either side
+        cutoffs = {t + dt.timedelta(seconds=n) for v in versions for e in v.sources
+                   for t in (v.available_by, e.available_by) for n in (-1, 0, 1)}
+        known = {t + dt.timedelta(seconds=n) for v in versions for t in (v.recorded_at, *retracted.values(),
+                 *(e.recorded_at for e in v.sources), *(r.recorded_at for r in v.lifecycle)) for n in (-1, 0, 1)}
+        for cutoff in sorted(cutoffs):
+            for known_at in sorted(known):
+                drawn = plot.versions_plot(versions, cutoff, known_at, retracted)
+                covering = {b.version.version_id for b in drawn.boxes if b.covers(*drawn.point)}
+                answer = mem.as_of(d, entity="e", attribute=attribute, period=period, cutoff=cutoff,
+                                   known_at=known_at)
+                answered = {v.version_id for v in (answer.version, *answer.candidates) if v}
+                assert answered <= covering and bool(answered) == bool(covering), (attribute, cutoff, known_at)
+                ended |= {b.ended for b in drawn.boxes}
+    assert ended == {None, "invalidated", "retracted"}
+
+
+def test_the_plot_draws_a_restatement_only_where_it_is_live(world, tmp_path):
+    """The restating 10-Q retracted: at cutoff 2016-06-01 the restated value is not live
+    (its other filings, the 10-Qs of August and November, are not public yet), so the
+    point sits in the 10-K's shape, which as_of answers; the restated one starts at the
+    August column in the rows after the retraction."""
+    mem, d = world["mem"], Scope(tenant=f"test-ui-retract-{uuid.uuid4().hex[:12]}")
+    sec.load(mem, d, _tesla_2016(tmp_path), FIXTURES / "submissions-CIK0001318605-tesla.json")
+    mem.retract_source(d, RESTATED_IN, reason="withdrawn")
+    page = TestClient(build_app(mem, scope=d), base_url="http://127.0.0.1").get(KEY + "&cutoff=2016-06-01")
+    assert page.status_code == 200 and BEFORE in _text(page.text.split('id="value"')[1].split("</p>")[0])
+    svg = page.text.split('id="plot"', 1)[1].split("</svg>", 1)[0]
+    point = re.search(r'<circle class="point" cx="([-\d.]+)" cy="([-\d.]+)"', svg)
+    cx, cy = float(point.group(1)), float(point.group(2))
+    shapes = {_text(t).strip(): (cls, d_) for cls, d_, t in
+              re.findall(r'<path class="box([^"]*)" d="([^"]+)"><title>(.*?)</title>', svg)}
+    inside = {title.split(" · ")[0] for title, (_, outline) in shapes.items() if _inside(outline, cx, cy)}
+    assert inside == {BEFORE + " USD"}
+    chosen = next(title for title, (cls, _) in shapes.items() if "chosen" in cls)
+    assert chosen.startswith(BEFORE)
+    # the top row (after the retraction): the restated value from August's column on
+    ticks = {at[:10]: float(x) for x, at in re.findall(r'<line class="tick" x1="([\d.]+)"[^>]*/><text class="xl"[^>]*>'
+                                                       r"([^<]+)</text>", svg)}
+    col = float(re.search(r'data-col="([\d.]+)"', page.text).group(1))
+    top = {day: {t.split(" · ")[0] for t, (_, outline) in shapes.items() if _inside(outline, x + col / 2, 1)}
+           for day, x in ticks.items()}
+    assert top == {"2016-02-24": {BEFORE + " USD"}, "2016-05-10": {BEFORE + " USD"},
+                   "2016-08-05": {BEFORE + " USD", AFTER + " USD"}, "2016-11-02": {BEFORE + " USD", AFTER + " USD"}}
+
+
+def _inside(outline: str, x: float, y: float) -> bool:
+    """Whether (x, y) is inside an SVG path of closed polygons (M x,y L x,y ... Z), by
+    the crossings of a ray to the right."""
+    crossings = 0
+    for ring in re.findall(r"M([^Z]+)Z", outline):
+        points = [tuple(map(float, p.split(","))) for p in re.findall(r"[-\d.]+,[-\d.]+", ring)]
+        for (x1, y1), (x2, y2) in zip(points, points[1:] + points[:1], strict=True):
+            if (y1 > y) != (y2 > y) and x < x1 + (y - y1) * (x2 - x1) / (y2 - y1):
+                crossings += 1
+    return crossings % 2 == 1
 
 
 # ---------------------------------------------------------------- browser
@@ -497,7 +667,13 @@ def test_history_index_and_snapshot_listing_page_what_the_full_reads_return(worl
     mem, a = world["mem"], world["a"]
     full = mem.history(a, entity=TESLA, attribute=ASSETS)
     index = mem.history_index(a, entity=TESLA, attribute=ASSETS)
-    assert [i for r in index for i in r["version_ids"]] == [v.version_id for v in full]
+    # the same versions, key by key; within a key in transaction time, then availability
+    times = {v.version_id: (v.recorded_at, v.available_by, v.version_id) for v in full}
+    assert sorted(i for r in index for i in r["version_ids"]) == sorted(times)
+    for r in index:
+        assert r["version_ids"] == sorted(r["version_ids"], key=times.__getitem__)
+        assert set(r["version_ids"]) == {v.version_id for v in full if (v.period.text, v.unit) ==
+                                         (r["period"], r["unit"])}
     assert [(r["period"], r["unit"]) for r in index] == list(dict.fromkeys((v.period.text, v.unit) for v in full))
     assert mem.history_index(a, entity=TESLA, attribute=ASSETS, unit="shares") == []
     assert [c.snapshot_id for c in mem.context_snapshots(a, task_id="T-ui")] == [world["snapshot"]]

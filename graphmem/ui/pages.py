@@ -53,7 +53,7 @@ class Params:
         return limits.check_text(name, value, limit)
 
     def time(self, name: str) -> dt.datetime | None:
-        return parse_time(self.text(name, limit=64), name)
+        return utc(parse_time(self.text(name, limit=64), name), name)
 
     def period(self, name: str = "period") -> Period | None:
         text = self.text(name, limit=64)
@@ -90,6 +90,18 @@ class Params:
         """The page asked for (1-based) and how many pages ``count`` rows make."""
         pages = max(1, -(-count // size))
         return self.number("page", default, 1, pages) or 1, pages
+
+
+def utc(value: dt.datetime | None, name: str) -> dt.datetime | None:
+    """``value`` in UTC, checked here: a time near year 1 or 9999 whose UTC falls outside
+    the years a datetime holds (``0001-01-01T00:00:00+01:00``) is a bad parameter, not a
+    server error in the read."""
+    if value is None:
+        return None
+    try:
+        return value.astimezone(dt.UTC)
+    except (OverflowError, ValueError) as exc:
+        raise InputError(name, f"{value.isoformat()} is outside the years 1 to 9999 in UTC") from exc
 
 
 def _window(rows: Sequence[Any], page: int, size: int) -> Sequence[Any]:
@@ -168,8 +180,18 @@ def key(memory: Memory, scope: Scope, p: Params) -> Page:
     return "key.html", {
         **base, "period": period_text, "unit": unit, "definition": definition, "answer": answer,
         "window": window, "page": page, "pages": pages, "conflict": conflict,
-        "plot": plot.versions_plot(window, answer.cutoff, answer.known_at),
+        "plot": plot.versions_plot(window, answer.cutoff, answer.known_at, _retractions(memory, scope, window)),
         "picked": {"cutoff": iso(cutoff), "known_at": iso(known_at)}}
+
+
+def _retractions(memory: Memory, scope: Scope, versions: Sequence[Any]) -> dict[str, dt.datetime]:
+    """When each retracted source of ``versions`` was retracted: a version stays live
+    until its last live evidence goes, so the picture needs each source's own time (a
+    version's lifecycle lists the retractions, not which source each withdrew). One read
+    per retracted source, of which a page has few."""
+    ids = sorted({e.source_id for v in versions for e in v.sources if e.retracted})
+    found = {i: memory.source(scope, i) for i in ids}
+    return {i: s.retracted_at for i, s in found.items() if s is not None and s.retracted_at is not None}
 
 
 # ---------------------------------------------------------------- 3 a source
@@ -234,12 +256,18 @@ def lineage(memory: Memory, scope: Scope, p: Params) -> Page:
 # ---------------------------------------------------------------- 5 a screen
 
 
-def shift_months(at: dt.datetime, months: int) -> dt.datetime:
-    """The same time of day ``months`` later (earlier when negative), at a shorter
-    month's last day when the day does not exist there."""
+def shift_months(at: dt.datetime, months: int) -> dt.datetime | None:
+    """The same time of day ``months`` later (earlier when negative): on a month's last
+    day, the target month's last day (as ``graphmem panel``'s ranges step, so a quarter
+    end stays a quarter end); else the same day, or a shorter month's last. None when the
+    target is outside the years a datetime holds (no step to offer)."""
     y, m = divmod(at.month - 1 + months, 12)
     year, month = at.year + y, m + 1
-    return at.replace(year=year, month=month, day=min(at.day, calendar.monthrange(year, month)[1]))
+    if not dt.MINYEAR <= year <= dt.MAXYEAR:
+        return None
+    last = calendar.monthrange(year, month)[1]
+    month_end = at.day == calendar.monthrange(at.year, at.month)[1]
+    return at.replace(year=year, month=month, day=last if month_end else min(at.day, last))
 
 
 def screen(memory: Memory, scope: Scope, p: Params) -> Page:
@@ -292,7 +320,7 @@ def panel(memory: Memory, scope: Scope, p: Params) -> Page:
         raise InputError("item", "give exactly one of attribute= or item=")
     if cutoffs_text is None:
         raise InputError("cutoffs", "required: FROM..TO:quarterly (monthly, yearly) or dates separated by commas")
-    times = panel_args.cutoffs(cutoffs_text, "cutoffs", files=False)
+    times = [utc(t, "cutoffs") for t in panel_args.cutoffs(cutoffs_text, "cutoffs", files=False)]
     if len(times) > PANEL_COLUMNS:
         raise InputError("cutoffs", f"{len(times)} cutoffs: this page shows at most {PANEL_COLUMNS} "
                                     "(the command line's graphmem panel takes more)")

@@ -3,8 +3,9 @@ drawing of a lineage or impact graph. Pure functions of what the Memory API retu
 the templates turn them into inline SVG.
 
 The versions plot uses ordinal axes: each tick is a time at which something happened
-to the key (a version became public, was recorded, was invalidated, retracted, erased
-or resolved), evenly spaced whatever the gap. Between two ticks nothing about the drawn
+to the key (a version or one of its evidences became public or was recorded, a version
+was invalidated, erased or resolved, a source of it retracted), evenly spaced whatever
+the gap; each version is drawn over the cells where it is live (:class:`Box`). Between two ticks nothing about the drawn
 versions changes, so a column (or row) stands for every time in it: a click in column
 ``j`` picks the tick that opens it (the first column, before every tick, picks one
 second before the first). Which version *answers* at a point is never decided here:
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 
@@ -29,15 +30,26 @@ WIDTH, HEIGHT = 740, 300  # the plot area
 
 @dataclass(frozen=True)
 class Box:
-    """One version's rectangle: public from its available_by on (x), recorded from its
-    recorded_at until its first lifecycle record (y), in plot pixels."""
+    """One version's shape: the cells where it is live, in plot pixels. A cell holds
+    it when one of its evidences is public by the column's cutoff (x) and recorded, and
+    neither its source retracted nor the version invalidated, by the row's known_at (y).
+    Each evidence reaches the right edge, so a row holds one run, from its earliest live
+    evidence on: ``parts`` are those runs bottom up (adjoining rows of one start merged),
+    ``path`` their outline, one staircase per stack of adjoining rows."""
 
     version: FactVersion
-    x: float
-    y: float
-    w: float
-    h: float
-    ended: str | None  # the lifecycle record that closes it (invalidated, retracted, ...)
+    parts: tuple[tuple[float, float, float, float], ...]  # (x, y, w, h) each
+    path: str
+    ended: str | None  # why it is not live at the top: erased, invalidated, retracted
+
+    def covers(self, x: float, y: float) -> bool:
+        return any(px <= x < px + w and py <= y < py + h for px, py, w, h in self.parts)
+
+    @property
+    def label(self) -> tuple[float, float]:
+        """Where the value is written: inside its lowest row, at the left."""
+        x, y, _, h = self.parts[0] if self.parts else (0.0, 0.0, 0.0, 0.0)
+        return x + 4, y + h - 5
 
 
 @dataclass(frozen=True)
@@ -64,16 +76,40 @@ class VersionsPlot:
     full_height: int = TOP + HEIGHT + BOTTOM
 
 
-def _ended(v: FactVersion) -> tuple[dt.datetime | None, str | None]:
-    """When a version stops being recorded as live, and why: its first invalidation or
-    erasure, or the retraction of the last of its sources. A resolution marks it but
-    ends nothing (the read rule ranks the chosen value above it), nor does the
-    retraction of one source while another still evidences it."""
-    ends = [(r.recorded_at, r.kind) for r in v.lifecycle if r.kind in ("invalidated", "erased")]
-    retracted = [(r.recorded_at, r.kind) for r in v.lifecycle if r.kind == "retracted"]
-    if retracted and v.sources and all(e.retracted for e in v.sources):
-        ends.append(max(retracted))
-    return min(ends) if ends else (None, None)
+def _ended(v: FactVersion) -> str | None:
+    """Why a version is not live at the top of the picture, for its mark: erased,
+    invalidated, or every source retracted. A resolution marks it but ends nothing (the
+    read rule ranks the chosen value above it), nor does the retraction of one source
+    while another still evidences it."""
+    kinds = {r.kind for r in v.lifecycle}
+    if v.erased or "erased" in kinds:
+        return "erased"
+    if "invalidated" in kinds:
+        return "invalidated"
+    if v.sources and all(e.retracted for e in v.sources):
+        return "retracted"
+    return None
+
+
+def _spans(v: FactVersion, retracted: Mapping[str, dt.datetime]
+           ) -> list[tuple[dt.datetime, dt.datetime, dt.datetime | None]]:
+    """A version's live evidence as (public from, recorded from, until): what the read
+    rule (fact.read) keeps - the version's own stamps passed, an evidence public by the
+    cutoff and recorded by known_at, its source not retracted and the version not
+    invalidated by known_at. An erased version is live nowhere (the read drops it at
+    every known_at). A retracted source whose time is not known ends the evidence at
+    the version's last retraction record."""
+    if v.erased or any(r.kind == "erased" for r in v.lifecycle):
+        return []
+    invalidated = min((r.recorded_at for r in v.lifecycle if r.kind == "invalidated"), default=None)
+    last_retraction = max((r.recorded_at for r in v.lifecycle if r.kind == "retracted"), default=None)
+    spans = []
+    for e in v.sources or ():
+        until = retracted.get(e.source_id, last_retraction) if e.retracted else None
+        ends = [t for t in (until, invalidated) if t is not None]
+        spans.append((max(e.available_by, v.available_by), max(e.recorded_at, v.recorded_at),
+                      min(ends) if ends else None))
+    return spans
 
 
 def _cell(ticks: Sequence[dt.datetime], at: dt.datetime) -> int:
@@ -81,24 +117,60 @@ def _cell(ticks: Sequence[dt.datetime], at: dt.datetime) -> int:
     return bisect_right(list(ticks), at)
 
 
-def versions_plot(versions: Sequence[FactVersion], cutoff: dt.datetime,
-                  known_at: dt.datetime) -> VersionsPlot:
-    """The rectangles of ``versions`` and the picked point, on ordinal axes."""
-    xs = sorted({v.available_by for v in versions})
-    ends = {v.version_id: _ended(v) for v in versions}
-    ys = sorted({v.recorded_at for v in versions} | {e for e, _ in ends.values() if e})
+Run = tuple[int, int, int]  # a column and the first and last row of adjoining rows it starts in
+
+
+def _runs(spans: Sequence[tuple[dt.datetime, dt.datetime, dt.datetime | None]], xs: Sequence[dt.datetime],
+          ys: Sequence[dt.datetime]) -> list[Run]:
+    """The cells live evidence covers, bottom up: in each row (opened by its tick; row 0
+    precedes every record) the earliest column an evidence live there is public in."""
+    runs: list[Run] = []
+    for j, known_at in enumerate(ys, start=1):
+        live = [a for a, r, u in spans if r <= known_at and (u is None or known_at < u)]
+        if not live:
+            continue
+        column = _cell(xs, min(live))
+        if runs and runs[-1][0] == column and runs[-1][2] == j - 1:
+            runs[-1] = (column, runs[-1][1], j)
+        else:
+            runs.append((column, j, j))
+    return runs
+
+
+def _box(v: FactVersion, runs: Sequence[Run], col: float, row: float) -> Box:
+    """``runs`` in pixels (known_at grows upwards), and their outline: a staircase per
+    stack of adjoining runs, up the left side from the bottom, down the right edge."""
+    parts = tuple((c * col, HEIGHT - (hi + 1) * row, WIDTH - c * col, (hi - lo + 1) * row) for c, lo, hi in runs)
+    outlines, stack = [], []
+    for i, (c, lo, hi) in enumerate(runs):
+        stack.append((c * col, HEIGHT - lo * row, HEIGHT - (hi + 1) * row))
+        if i + 1 == len(runs) or runs[i + 1][1] != hi + 1:
+            points = [(WIDTH, stack[0][1])]
+            for x, bottom, top in stack:
+                points += [(x, bottom), (x, top)]
+            points.append((WIDTH, stack[-1][2]))
+            outlines.append("M" + " L".join(f"{x:.1f},{y:.1f}" for x, y in points) + " Z")
+            stack = []
+    return Box(v, parts, " ".join(outlines), _ended(v))
+
+
+def versions_plot(versions: Sequence[FactVersion], cutoff: dt.datetime, known_at: dt.datetime,
+                  retracted: Mapping[str, dt.datetime] | None = None) -> VersionsPlot:
+    """The live cells of ``versions`` and the picked point, on ordinal axes: a tick at
+    every time a version or one of its evidences became public (x) or was recorded, and
+    at every lifecycle record and source retraction (y). ``retracted`` gives the
+    retraction time of each retracted source (by id)."""
+    retracted = retracted or {}
+    spans = {v.version_id: _spans(v, retracted) for v in versions}
+    xs = sorted({v.available_by for v in versions} | {a for s in spans.values() for a, _, _ in s})
+    ys = sorted({v.recorded_at for v in versions} | {r.recorded_at for v in versions for r in v.lifecycle}
+                | {t for s in spans.values() for _, r, u in s for t in (r, u) if t is not None})
     col, row = WIDTH / (len(xs) + 1), HEIGHT / (len(ys) + 1)
-    x_at = {t: (i + 1) * col for i, t in enumerate(xs)}
-    y_at = {t: HEIGHT - (i + 1) * row for i, t in enumerate(ys)}  # known_at grows upwards
-    boxes = []
-    for v in versions:
-        end, why = ends[v.version_id]
-        y_top = y_at[end] if end else 0.0
-        x, y_bottom = x_at[v.available_by], y_at[v.recorded_at]
-        boxes.append(Box(v, x, y_top, WIDTH - x, y_bottom - y_top, why))
+    boxes = tuple(_box(v, _runs(spans[v.version_id], xs, ys), col, row) for v in versions)
     point = ((_cell(xs, cutoff) + 0.5) * col, HEIGHT - (_cell(ys, known_at) + 0.5) * row)
-    return VersionsPlot(tuple(boxes), tuple(Tick(t, x_at[t]) for t in xs),
-                        tuple(Tick(t, y_at[t]) for t in ys), point, col, row, _picks(xs), _picks(ys))
+    return VersionsPlot(boxes, tuple(Tick(t, _cell(xs, t) * col) for t in xs),
+                        tuple(Tick(t, HEIGHT - _cell(ys, t) * row) for t in ys), point, col, row,
+                        _picks(xs), _picks(ys))
 
 
 def _picks(ticks: list[dt.datetime]) -> tuple[dt.datetime, ...]:
