@@ -52,8 +52,11 @@ RETURN vid AS input,
 // derivations pass below filters again (the caller walks only what that pass returns).
 // One row back, ids only, not node maps (decoding is what costs): `facts` as
 // [version_id, root (the origin's own), anchored, live derivations, entity, attribute,
-// period, available_by (only $with_time)], `derivations` (those the walked facts feed)
-// as [id, uid, method, [[walked input version_id, role]], output version_ids].
+// period, available_by (only $with_time), public_from], `derivations` (those the walked
+// facts feed) as [id, uid, method, [[walked input version_id, role]], output version_ids,
+// available_by]. `public_from`: for a fact not anchored that other live evidence still
+// backs, when that evidence is public from - later than the fact was (the origin held its
+// first evidence), so it is walked below like an unanchored one.
 // A fact's live derivations are the ids of those that evidence it by K and were not
 // retracted by K (an earlier cascade's): the fact dies when all of them do, so one
 // already retracted, or recorded after K, must not count as evidence still to lose.
@@ -68,6 +71,7 @@ MATCH ANY SHORTEST (o) (()<-[r:EVIDENCED_BY WHERE r.recorded_at <= $known_at]-()
   ((a:Fact WHERE a.version_id = $version OR NOT $prune OR NOT EXISTS {
       MATCH (a)-[ae:EVIDENCED_BY]->(p:Source)
       WHERE NOT p:Derivation AND ae.recorded_at <= $known_at AND ($source IS NULL OR p.uid <> $source)
+        AND ae.available_by <= a.available_by
         AND NOT EXISTS { (p)<-[:RETRACTS]-(x:Retraction) WHERE x.recorded_at <= $known_at }
     })
    <-[:USES]-(d:Derivation WHERE d.recorded_at <= $known_at AND d.tenant = $tenant AND d.scope = $scope)
@@ -82,14 +86,22 @@ WITH f, k, f = o AS root_version,
                   AND NOT EXISTS { (p)<-[:RETRACTS]-(dx:Retraction) WHERE dx.recorded_at <= $known_at }
              THEN p.id END,
         CASE WHEN NOT p:Derivation AND fe.recorded_at <= $known_at AND ($source IS NULL OR p.uid <> $source)
-             THEN p END]] AS evidence
+             THEN [p, fe.available_by] END]] AS evidence
+// when the other live non-derived evidence is public from: a fact whose earliest is its own
+// availability is anchored; one whose is later stands but is public only from then (the
+// origin held its first evidence), so what was derived from it before then looked ahead
 WITH f, k, root_version, evidence,
-     NOT root_version AND any(p IN [x IN evidence WHERE x[2] IS NOT NULL | x[2]]
-                              WHERE NOT EXISTS { (p)<-[:RETRACTS]-(rx:Retraction) WHERE rx.recorded_at <= $known_at })
-       AS anchored
+     CASE WHEN root_version THEN [] ELSE COLLECT {
+       UNWIND [x IN evidence WHERE x[2] IS NOT NULL | x[2]] AS other
+       WITH other[0] AS p, other[1] AS at
+       WHERE NOT EXISTS { (p)<-[:RETRACTS]-(rx:Retraction) WHERE rx.recorded_at <= $known_at }
+       RETURN at ORDER BY at LIMIT 1 } END AS standing
+WITH f, k, root_version, evidence, standing[0] AS public_from,
+     size(standing) > 0 AND standing[0] <= f.available_by AS anchored
 WITH collect([f.version_id, root_version OR any(x IN evidence WHERE x[0]), anchored,
               CASE WHEN root_version THEN [] ELSE [x IN evidence WHERE x[1] IS NOT NULL | x[1]] END,
-              k.entity, k.attribute, k.period, CASE WHEN $with_time THEN f.available_by END]) AS facts,
+              k.entity, k.attribute, k.period, CASE WHEN $with_time THEN f.available_by END,
+              CASE WHEN NOT anchored THEN public_from END]) AS facts,
      collect(CASE WHEN NOT $prune OR NOT anchored THEN f END) AS walked
 CALL (walked) {
   UNWIND walked AS w
@@ -97,7 +109,8 @@ CALL (walked) {
   WITH d, collect([w.version_id, u.role]) AS inputs
   WHERE d.tenant = $tenant AND d.scope = $scope AND d.recorded_at <= $known_at
   RETURN collect([d.id, d.uid, d.method, inputs,
-                  [(d)<-[de:EVIDENCED_BY]-(out:Fact) WHERE de.recorded_at <= $known_at | out.version_id]]
+                  [(d)<-[de:EVIDENCED_BY]-(out:Fact) WHERE de.recorded_at <= $known_at | out.version_id],
+                  d.available_by]
          ) AS derivations
 }
 RETURN facts, derivations

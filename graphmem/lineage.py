@@ -156,16 +156,19 @@ class _Fact(NamedTuple):
     attribute: str
     period: str
     available_by: Any
+    public_from: Any  # not anchored, yet other live evidence backs it: public from then (later)
 
 
 class _Derivation(NamedTuple):
-    """A derivation of the downstream closure: its inputs (with roles) and outputs."""
+    """A derivation of the downstream closure: its inputs (with roles), outputs and
+    availability (its latest input's, when it was made)."""
 
     id: str
     uid: str
     method: str
     inputs: list[list[str]]
     outputs: list[str]
+    available_by: Any
 
 
 class _Closure(NamedTuple):
@@ -266,10 +269,13 @@ def _decide(graph: nx.DiGraph, closure: _Closure, origin: str, version_origin: b
     """Each node's fate, in topological order (inputs are decided before consumers), which
     the returned dict keeps: it is also the recompute order.
 
-    A derivation is invalid when an input is, stale when an input is stale. A fact is
-    invalid when it is not anchored and every live derivation evidencing it is invalid
-    (the origin's own facts: when they have no other evidence that survives); stale when
-    one of its live derivations is stale; else it survives. None: not affected at all.
+    A derivation is invalid when an input is, or when an input that stands is now
+    public only later than the derivation is (its earliest evidence was the origin's:
+    made from it before then, the derivation looked ahead); stale when an input is stale.
+    A fact is invalid when it is not anchored, no other live evidence backs it and every
+    live derivation evidencing it is invalid (the origin's own facts: when they have no
+    other evidence that survives); stale when one of its live derivations is stale; else
+    it survives. None: not affected at all.
     A derivation already retracted is walked (a report lists it again) but is no
     evidence left to the fact: only the live ones decide.
     """
@@ -279,13 +285,13 @@ def _decide(graph: nx.DiGraph, closure: _Closure, origin: str, version_origin: b
         if node == origin:
             fate[node] = "origin"
         elif node.startswith("d:"):
-            fate[node] = ("invalid" if parents & {"invalid", "origin"}
+            fate[node] = ("invalid" if parents & {"invalid", "origin"} or _ahead(closure, node)
                           else "stale" if "stale" in parents else None)
         elif not parents & {"invalid", "stale", "origin"}:
             fate[node] = None
         elif "origin" in parents and version_origin:
             fate[node] = "stale" if superseded else "invalid"
-        elif (fact := closure.facts[node[2:]]).anchored:
+        elif (fact := closure.facts[node[2:]]).anchored or fact.public_from is not None:
             fate[node] = "survives"
         else:
             live = [fate.get(d) for d in fact.derivations]  # None: not reached, unaffected
@@ -294,6 +300,13 @@ def _decide(graph: nx.DiGraph, closure: _Closure, origin: str, version_origin: b
             else:
                 fate[node] = "stale" if "stale" in live else "survives"
     return fate
+
+
+def _ahead(closure: _Closure, node: str) -> bool:
+    """Whether a derivation is public before one of its inputs now is."""
+    d = closure.derivations[node]
+    later = [closure.facts[vid].public_from for vid, _ in d.inputs if vid in closure.facts]
+    return any(t is not None and native(t) > native(d.available_by) for t in later)
 
 
 def _shortest_paths(graph: nx.DiGraph, origin: str) -> dict[str, tuple[str, ...]]:

@@ -249,6 +249,36 @@ def test_other_evidence_counts_only_while_it_stands(mem, scope, base):
     assert then[base["z"].version_id] == "survives", "known_at before C's retraction"
 
 
+def test_a_retraction_that_leaves_an_input_public_only_later_takes_what_was_derived_from_it_before(
+        mem, scope, base):
+    """w is filed by A (day 0) and again by C (day 2): one version, public from day 0; s =
+    derive(w) is public from day 0. Withdraw A: w stands, public from day 2 only, so s -
+    made from a w not public before day 2 - must not be public at day 1. It is invalid as
+    known after the retraction (a recompute restores it); as known before, it stands from
+    day 0 as it did. A fact filed once by A and C together (z: public from day 2) loses
+    nothing of its time, and what was derived from it is not touched."""
+    first = mem.assert_fact(scope, FactIn(entity="E", attribute="w", value=7, period=Q, unit="USD",
+                                          sources=("A",)))
+    again = mem.assert_fact(scope, FactIn(entity="E", attribute="w", value=7, period=Q, unit="USD",
+                                          sources=("C",)))
+    assert again.version_id == first.version_id and first.available_by == day(0)
+    s = derive(mem, scope, "s", 15, a=first)
+    kept = derive(mem, scope, "k", 10, a=base["z"])
+    known = kept.recorded_at
+    report = {i.id: i.reason for i in mem.retract_source(scope, "A", reason="withdrawn").items}
+    assert report[first.version_id] == "survives" and report[s.version_id] == "invalid"
+    assert report[base["z"].version_id] == "survives" and kept.version_id not in report
+
+    def status(attr, cutoff, known_at=None):
+        return mem.as_of(scope, entity="E", attribute=attr, period=Q, unit="USD", cutoff=cutoff,
+                         known_at=known_at).status
+
+    assert (status("w", day(1)), status("w", day(3))) == ("not_found", "active")
+    assert (status("s", day(1)), status("s", day(3))) == ("not_found", "not_found")
+    assert (status("s", day(1), known), status("w", day(1), known)) == ("active", "active")
+    assert status("k", day(3)) == "active"
+
+
 def test_impact_leaves_the_garbage_collector_as_it_found_it(mem, scope, base):
     derive(mem, scope, "s", 30, a=base["x"])
     assert gc.isenabled()
