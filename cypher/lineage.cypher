@@ -56,7 +56,8 @@ RETURN vid AS input,
 // facts feed) as [id, uid, method, [[walked input version_id, role]], output version_ids,
 // available_by]. `public_from`: for a fact not anchored that other live evidence still
 // backs, when that evidence is public from - later than the fact was (the origin held its
-// first evidence), so it is walked below like an unanchored one.
+// first evidence), so it is walked below like an unanchored one. Both times as epoch
+// microseconds (a driver DateTime costs about 40 times an integer to decode).
 // A fact's live derivations are the ids of those that evidence it by K and were not
 // retracted by K (an earlier cascade's): the fact dies when all of them do, so one
 // already retracted, or recorded after K, must not count as evidence still to lose.
@@ -78,7 +79,7 @@ MATCH ANY SHORTEST (o) (()<-[r:EVIDENCED_BY WHERE r.recorded_at <= $known_at]-()
    <-[e:EVIDENCED_BY WHERE e.recorded_at <= $known_at]-(:Fact))* (f:Fact)
 MATCH (f)-[:VERSION_OF]->(k:FactKey)
 // each piece of evidence, once: [from the origin, a live derivation's id (other than the
-// origin), other non-derived evidence]
+// origin), when other live non-derived evidence is public]
 WITH f, k, f = o AS root_version,
      [(f)-[fe:EVIDENCED_BY]->(p:Source) |
        [p = o AND fe.recorded_at <= $known_at,
@@ -86,22 +87,20 @@ WITH f, k, f = o AS root_version,
                   AND NOT EXISTS { (p)<-[:RETRACTS]-(dx:Retraction) WHERE dx.recorded_at <= $known_at }
              THEN p.id END,
         CASE WHEN NOT p:Derivation AND fe.recorded_at <= $known_at AND ($source IS NULL OR p.uid <> $source)
-             THEN [p, fe.available_by] END]] AS evidence
+                  AND NOT EXISTS { (p)<-[:RETRACTS]-(rx:Retraction) WHERE rx.recorded_at <= $known_at }
+             THEN fe.available_by END]] AS evidence
 // when the other live non-derived evidence is public from: a fact whose earliest is its own
 // availability is anchored; one whose is later stands but is public only from then (the
 // origin held its first evidence), so what was derived from it before then looked ahead
 WITH f, k, root_version, evidence,
-     CASE WHEN root_version THEN [] ELSE COLLECT {
-       UNWIND [x IN evidence WHERE x[2] IS NOT NULL | x[2]] AS other
-       WITH other[0] AS p, other[1] AS at
-       WHERE NOT EXISTS { (p)<-[:RETRACTS]-(rx:Retraction) WHERE rx.recorded_at <= $known_at }
-       RETURN at ORDER BY at LIMIT 1 } END AS standing
-WITH f, k, root_version, evidence, standing[0] AS public_from,
-     size(standing) > 0 AND standing[0] <= f.available_by AS anchored
+     CASE WHEN NOT root_version THEN reduce(m = null, x IN evidence |
+       CASE WHEN x[2] IS NOT NULL AND (m IS NULL OR x[2] < m) THEN x[2] ELSE m END) END AS public_from
+WITH f, k, root_version, evidence, public_from, coalesce(public_from <= f.available_by, false) AS anchored
 WITH collect([f.version_id, root_version OR any(x IN evidence WHERE x[0]), anchored,
               CASE WHEN root_version THEN [] ELSE [x IN evidence WHERE x[1] IS NOT NULL | x[1]] END,
               k.entity, k.attribute, k.period, CASE WHEN $with_time THEN f.available_by END,
-              CASE WHEN NOT anchored THEN public_from END]) AS facts,
+              CASE WHEN NOT anchored THEN public_from.epochSeconds * 1000000 + public_from.nanosecond / 1000
+              END]) AS facts,
      collect(CASE WHEN NOT $prune OR NOT anchored THEN f END) AS walked
 CALL (walked) {
   UNWIND walked AS w
@@ -110,7 +109,7 @@ CALL (walked) {
   WHERE d.tenant = $tenant AND d.scope = $scope AND d.recorded_at <= $known_at
   RETURN collect([d.id, d.uid, d.method, inputs,
                   [(d)<-[de:EVIDENCED_BY]-(out:Fact) WHERE de.recorded_at <= $known_at | out.version_id],
-                  d.available_by]
+                  d.available_by.epochSeconds * 1000000 + d.available_by.nanosecond / 1000]
          ) AS derivations
 }
 RETURN facts, derivations

@@ -156,7 +156,7 @@ class _Fact(NamedTuple):
     attribute: str
     period: str
     available_by: Any
-    public_from: Any  # not anchored, yet other live evidence backs it: public from then (later)
+    public_from: int | None  # not anchored, yet other live evidence backs it: public from then (µs)
 
 
 class _Derivation(NamedTuple):
@@ -168,7 +168,7 @@ class _Derivation(NamedTuple):
     method: str
     inputs: list[list[str]]
     outputs: list[str]
-    available_by: Any
+    available_by: int  # epoch microseconds
 
 
 class _Closure(NamedTuple):
@@ -306,7 +306,7 @@ def _ahead(closure: _Closure, node: str) -> bool:
     """Whether a derivation is public before one of its inputs now is."""
     d = closure.derivations[node]
     later = [closure.facts[vid].public_from for vid, _ in d.inputs if vid in closure.facts]
-    return any(t is not None and native(t) > native(d.available_by) for t in later)
+    return any(t is not None and t > d.available_by for t in later)
 
 
 def _shortest_paths(graph: nx.DiGraph, origin: str) -> dict[str, tuple[str, ...]]:
