@@ -270,43 +270,48 @@ def _decide(graph: nx.DiGraph, closure: _Closure, origin: str, version_origin: b
     the returned dict keeps: it is also the recompute order.
 
     A derivation is invalid when an input is, or when an input that stands is now
-    public only later than the derivation is (its earliest evidence was the origin's:
-    made from it before then, the derivation looked ahead); stale when an input is stale.
-    A fact is invalid when it is not anchored, no other live evidence backs it and every
-    live derivation evidencing it is invalid (the origin's own facts: when they have no
-    other evidence that survives); stale when one of its live derivations is stale; else
-    it survives. None: not affected at all.
+    public only later than the derivation is (its earlier evidence all went: made from
+    it before then, the derivation looked ahead); stale when an input is stale. A fact
+    is invalid when it is not anchored and every live derivation evidencing it is
+    invalid (the origin's own facts: when they have no other evidence that survives) -
+    unless other live evidence, public later, still backs it: it survives, public from
+    then; stale when one of its live derivations is stale; else it survives. None: not
+    affected at all.
     A derivation already retracted is walked (a report lists it again) but is no
     evidence left to the fact: only the live ones decide.
     """
     fate: dict[str, Reason | None] = {}
+    later: set[str] = set()  # facts that stand only by evidence public later than they were
     for node in nx.topological_sort(graph):
         parents = {fate[p] for p in graph.predecessors(node)}
         if node == origin:
             fate[node] = "origin"
         elif node.startswith("d:"):
-            fate[node] = ("invalid" if parents & {"invalid", "origin"} or _ahead(closure, node)
+            fate[node] = ("invalid" if parents & {"invalid", "origin"} or _ahead(closure, node, later)
                           else "stale" if "stale" in parents else None)
         elif not parents & {"invalid", "stale", "origin"}:
             fate[node] = None
         elif "origin" in parents and version_origin:
             fate[node] = "stale" if superseded else "invalid"
-        elif (fact := closure.facts[node[2:]]).anchored or fact.public_from is not None:
+        elif (fact := closure.facts[node[2:]]).anchored:
             fate[node] = "survives"
         else:
             live = [fate.get(d) for d in fact.derivations]  # None: not reached, unaffected
-            if all(r == "invalid" for r in live):
+            if all(r == "invalid" for r in live) and fact.public_from is not None:
+                fate[node] = "survives"  # by later evidence alone: public from then
+                later.add(fact.version_id)
+            elif all(r == "invalid" for r in live):
                 fate[node] = "invalid"
             else:
                 fate[node] = "stale" if "stale" in live else "survives"
     return fate
 
 
-def _ahead(closure: _Closure, node: str) -> bool:
-    """Whether a derivation is public before one of its inputs now is."""
+def _ahead(closure: _Closure, node: str, later: set[str]) -> bool:
+    """Whether a derivation is public before one of its inputs now is: an input that
+    lost every earlier evidence (``later``) and stands by a later one alone."""
     d = closure.derivations[node]
-    later = [closure.facts[vid].public_from for vid, _ in d.inputs if vid in closure.facts]
-    return any(t is not None and t > d.available_by for t in later)
+    return any(closure.facts[vid].public_from > d.available_by for vid, _ in d.inputs if vid in later)
 
 
 def _shortest_paths(graph: nx.DiGraph, origin: str) -> dict[str, tuple[str, ...]]:

@@ -279,6 +279,30 @@ def test_a_retraction_that_leaves_an_input_public_only_later_takes_what_was_deri
     assert status("k", day(3)) == "active"
 
 
+def test_a_later_filing_of_a_derived_value_takes_nothing_from_what_stands(mem, scope, base):
+    """Only an input that lost its earlier evidence delays what was derived from it: w
+    (filed by A, day 0, and C, day 2) and g (day 5) make s1, public from day 5, which a
+    filing E (day 6) also reports; s2 = derive(s1). Withdrawing A delays w to day 2, after
+    which s1 was made: nothing of s1 or s2 is touched, though s1 is backed by E's later
+    filing too."""
+    for sid, n in (("D", 5), ("E", 6)):
+        mem.record_source(scope, Source(id=sid, kind="report", authority="primary", publisher="E",
+                                        available_by=day(n)))
+
+    def fact(attr, value, *sources):
+        return mem.assert_fact(scope, FactIn(entity="E", attribute=attr, value=value, period=Q, unit="USD",
+                                             sources=sources))
+
+    w, _ = fact("w", 7, "A"), fact("w", 7, "C")
+    s1 = derive(mem, scope, "s1", 9, a=w, b=fact("g", 2, "D"))
+    assert fact("s1", 9, "E").version_id == s1.version_id and s1.available_by == day(5)
+    s2 = derive(mem, scope, "s2", 18, a=s1)
+    report = {i.id: i.reason for i in mem.retract_source(scope, "A", reason="withdrawn").items}
+    assert report[w.version_id] == "survives"
+    assert report.get(s1.version_id) in (None, "survives") and report.get(s2.version_id) in (None, "survives")
+    assert mem.as_of(scope, entity="E", attribute="s2", period=Q, unit="USD", cutoff=day(7)).status == "active"
+
+
 def test_impact_leaves_the_garbage_collector_as_it_found_it(mem, scope, base):
     derive(mem, scope, "s", 30, a=base["x"])
     assert gc.isenabled()
