@@ -269,6 +269,9 @@ def check_memories(scope: Scope, memories: Any, at: tuple[dt.datetime, dt.dateti
             raise InputError("memories", f"not a search result of scope {scope.id}: a context "
                                          "is built only from a search in its own scope")
         limits.check_count("memories", len(memories.hits), limits.CONTEXT_MEMORIES)
+        if at is not None and at != (q.cutoff, q.known_at):
+            raise InputError("memories", f"a search read at cutoff {_time(q.cutoff)}, known_at "
+                             f"{_time(q.known_at)}, not at the times given ({_time(at[0])}, {_time(at[1])})")
         return Memories(list(memories.hits), q, q.cutoff, q.known_at, q.require)
     if isinstance(memories, (str, bytes)) or not isinstance(memories, Sequence):
         raise InputError("memories", "a SearchResult or a list of SearchHit is required")

@@ -663,6 +663,9 @@ def test_hits_that_do_not_say_when_are_read_at_the_times_given(w):
     with pytest.raises(InputError, match="not at the times given"):
         w.mem.build_context(w.scope, task_id="T3", memories=facts, token_budget=4000,
                             cutoff=before, known_at=before)
+    with pytest.raises(InputError, match="not at the times given"):  # a search's result says its own
+        w.mem.build_context(w.scope, task_id="T3", token_budget=4000, cutoff=before, known_at=before,
+                            memories=w.search("acme", types=["fact"], cutoff=t("2024-06-01")))
 
 
 def test_a_custom_tokenizer_is_respected(w):

@@ -487,7 +487,7 @@ def test_each_plot_cell_shows_what_as_of_answers_there(world):
         for cutoff in sorted(cutoffs):
             for known_at in sorted(known):
                 drawn = plot.versions_plot(versions, cutoff, known_at, retracted)
-                covering = {b.version.version_id for b in drawn.boxes if b.covers(*drawn.point)}
+                covering = {b.version.version_id for b in drawn.boxes if _covers(b, *drawn.point)}
                 answer = mem.as_of(d, entity="e", attribute=attribute, period=period, cutoff=cutoff,
                                    known_at=known_at)
                 answered = {v.version_id for v in (answer.version, *answer.candidates) if v}
@@ -703,3 +703,8 @@ def test_cli_refuses_a_scope_beside_tokens(tmp_path, scoping):
     tokens.write_text("")
     done = CliRunner().invoke(main, ["ui", "--tokens", str(tokens), *scoping])
     assert done.exit_code == 2 and "with --tokens each token's scope is read" in done.output
+
+
+def _covers(box, x: float, y: float) -> bool:
+    """Whether a version's drawn shape holds the point (its runs of live cells)."""
+    return any(px <= x < px + w and py <= y < py + h for px, py, w, h in box.parts)

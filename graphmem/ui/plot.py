@@ -42,9 +42,6 @@ class Box:
     path: str
     ended: str | None  # why it is not live at the top: erased, invalidated, retracted
 
-    def covers(self, x: float, y: float) -> bool:
-        return any(px <= x < px + w and py <= y < py + h for px, py, w, h in self.parts)
-
     @property
     def label(self) -> tuple[float, float]:
         """Where the value is written: inside its lowest row, at the left."""
