@@ -548,12 +548,13 @@ RETURN k {.uid, .entity, .attribute, .unit, .definition, .period, .revision} AS 
        } AS lifecycle
 
 // name: fact.history
-// Every version of the matching keys, in transaction-time order.
+// Every version of the matching keys, in transaction-time order (the versions of one
+// transaction by availability, as fact.history_index orders them).
 MATCH (k:FactKey {tenant: $tenant, entity: $entity, attribute: $attribute})
 WHERE k.scope = $scope AND ($period IS NULL OR k.period = $period)
 MATCH (f:Fact)-[:VERSION_OF]->(k)
 RETURN f.version_id AS version_id
-ORDER BY k.period_end, k.period, f.recorded_at, f.version_id
+ORDER BY k.period_end, k.period, f.recorded_at, f.available_by, f.version_id
 
 // name: fact.history_index
 // The keys fact.history finds, each with its versions' ids in transaction-time order (the

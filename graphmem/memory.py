@@ -690,7 +690,9 @@ class Memory:
     def history(
         self, scope: Scope, *, entity: str, attribute: str, period: Period | None = None
     ) -> list[FactVersion]:
-        """Every version of the key(s), with evidence and lifecycle records, both time axes."""
+        """Every version of the key(s), with evidence and lifecycle records, both time axes:
+        by period, then in transaction-time order (the versions of one transaction by
+        available_by, so a backfill's history reads in publication order)."""
         scope = self.scope(scope)
         _key_args(entity=entity, attribute=attribute)
         _instance("period", period, Period, optional=True)

@@ -420,6 +420,19 @@ def test_a_value_that_returns_to_an_older_one_is_a_new_version(w):
     assert [h.value for h in w.history()] == [Decimal("100"), Decimal("120"), Decimal("100")]
 
 
+def test_versions_recorded_in_one_transaction_list_in_order_of_availability(w):
+    # a backfill records a key's whole past at once: its history reads in publication
+    # order, as history_index pages it, not in the order of the versions' ids
+    for n, day in enumerate(("2024-05-01", "2024-08-01", "2024-11-01", "2025-02-01")):
+        w.source(f"f{n}", t(day), publisher="cik:1")
+    w.mem.assert_facts(w.scope, [w.fact_in(Decimal(v), f"f{n}") for n, v in enumerate(("100", "120", "90", "130"))])
+    hist = w.history()
+    assert [h.value for h in hist] == [Decimal("100"), Decimal("120"), Decimal("90"), Decimal("130")]
+    assert len({h.recorded_at for h in hist}) == 1
+    index = w.mem.history_index(w.scope, entity="acme", attribute="revenue")
+    assert [r["version_ids"] for r in index] == [[h.version_id for h in hist]]
+
+
 def test_resending_the_same_assertion_changes_nothing(w):
     w.source("q1", t("2024-05-01"), publisher="cik:1")
     w.source("q2", t("2024-08-01"), publisher="cik:1")
