@@ -58,9 +58,11 @@ RETURN vid AS input,
 // backs, when that evidence is public from - later than the fact was (the origin held its
 // first evidence), so it is walked below like an unanchored one. Both times as epoch
 // microseconds (a driver DateTime costs about 40 times an integer to decode).
-// A fact's live derivations are the ids of those that evidence it by K and were not
+// A fact's live derivations are [id, later] for those that evidence it by K and were not
 // retracted by K (an earlier cascade's): the fact dies when all of them do, so one
 // already retracted, or recorded after K, must not count as evidence still to lose.
+// `later`: when that evidence is public, if later than the fact was (else null, as for
+// public_from): a fact left with only later evidence is public only from then.
 // A version origin is its own root, never anchored, and has no live derivations
 // (whatever backs it, it is the thing assumed gone).
 CALL () {
@@ -78,14 +80,16 @@ MATCH ANY SHORTEST (o) (()<-[r:EVIDENCED_BY WHERE r.recorded_at <= $known_at]-()
    <-[:USES]-(d:Derivation WHERE d.recorded_at <= $known_at AND d.tenant = $tenant AND d.scope = $scope)
    <-[e:EVIDENCED_BY WHERE e.recorded_at <= $known_at]-(:Fact))* (f:Fact)
 MATCH (f)-[:VERSION_OF]->(k:FactKey)
-// each piece of evidence, once: [from the origin, a live derivation's id (other than the
-// origin), when other live non-derived evidence is public]
+// each piece of evidence, once: [from the origin, a live derivation (other than the
+// origin) as [id, later], when other live non-derived evidence is public]
 WITH f, k, f = o AS root_version,
      [(f)-[fe:EVIDENCED_BY]->(p:Source) |
        [p = o AND fe.recorded_at <= $known_at,
         CASE WHEN p:Derivation AND fe.recorded_at <= $known_at AND p <> o
                   AND NOT EXISTS { (p)<-[:RETRACTS]-(dx:Retraction) WHERE dx.recorded_at <= $known_at }
-             THEN p.id END,
+             THEN [p.id, CASE WHEN fe.available_by > f.available_by
+                              THEN fe.available_by.epochSeconds * 1000000 + fe.available_by.nanosecond / 1000 END]
+             END,
         CASE WHEN NOT p:Derivation AND fe.recorded_at <= $known_at AND ($source IS NULL OR p.uid <> $source)
                   AND NOT EXISTS { (p)<-[:RETRACTS]-(rx:Retraction) WHERE rx.recorded_at <= $known_at }
              THEN fe.available_by END]] AS evidence

@@ -151,7 +151,8 @@ class _Fact(NamedTuple):
     version_id: str
     root: bool
     anchored: bool
-    derivations: list[str]  # the graph nodes ("d:<id>") of its live derivations
+    derivations: list[tuple[str, int | None]]  # its live derivations: node ("d:<id>"), and when
+    # their evidence is public if later than the fact was (µs; None: not later)
     entity: str
     attribute: str
     period: str
@@ -195,7 +196,8 @@ def _closure(tx: Tx, scope: Scope, *, source: str | None, version: str | None, k
     [row] = tx.run("lineage.downstream", source=source, version=version, known_at=known_at, prune=prune,
                    with_time=with_time, **scope_params(scope))
     fact_rows, derivation_rows = row["facts"], row["derivations"]
-    facts = {f[0]: _Fact._make(f)._replace(derivations=[_node(d) for d in f[3]]) for f in fact_rows}
+    facts = {f[0]: _Fact._make(f)._replace(derivations=[(_node(d), later) for d, later in f[3]])
+             for f in fact_rows}
     derivations = {_node(d[0]): _Derivation._make(d) for d in derivation_rows}
     users: dict[str, list[str]] = {}
     for node, d in derivations.items():
@@ -275,13 +277,14 @@ def _decide(graph: nx.DiGraph, closure: _Closure, origin: str, version_origin: b
     is invalid when it is not anchored and every live derivation evidencing it is
     invalid (the origin's own facts: when they have no other evidence that survives) -
     unless other live evidence, public later, still backs it: it survives, public from
-    then; stale when one of its live derivations is stale; else it survives. None: not
-    affected at all.
+    then. What backs it may be another live derivation public later, too: it stands
+    only from the earliest of what is left. Stale when one of its live derivations is
+    stale; else it survives. None: not affected at all.
     A derivation already retracted is walked (a report lists it again) but is no
     evidence left to the fact: only the live ones decide.
     """
     fate: dict[str, Reason | None] = {}
-    later: set[str] = set()  # facts that stand only by evidence public later than they were
+    later: dict[str, int] = {}  # facts that stand only by evidence public later than they were: from when
     for node in nx.topological_sort(graph):
         parents = {fate[p] for p in graph.predecessors(node)}
         if node == origin:
@@ -296,22 +299,30 @@ def _decide(graph: nx.DiGraph, closure: _Closure, origin: str, version_origin: b
         elif (fact := closure.facts[node[2:]]).anchored:
             fate[node] = "survives"
         else:
-            live = [fate.get(d) for d in fact.derivations]  # None: not reached, unaffected
-            if all(r == "invalid" for r in live) and fact.public_from is not None:
-                fate[node] = "survives"  # by later evidence alone: public from then
-                later.add(fact.version_id)
-            elif all(r == "invalid" for r in live):
-                fate[node] = "invalid"
-            else:
-                fate[node] = "stale" if "stale" in live else "survives"
+            fate[node] = _standing(fact, fate, later)
     return fate
 
 
-def _ahead(closure: _Closure, node: str, later: set[str]) -> bool:
+def _standing(fact: _Fact, fate: dict[str, Reason | None], later: dict[str, int]) -> Reason:
+    """The fate of a fact not anchored whose evidence was hit: invalid when no live
+    evidence is left; else stale when a live derivation of it is, or it survives - and
+    when all that is left (other evidence, derivations not invalid) is public later than
+    the fact was, it is public only from the earliest of it, which ``later`` records."""
+    left = [at for d, at in fact.derivations if fate.get(d) != "invalid"]  # no fate: unaffected
+    if fact.public_from is not None:
+        left.append(fact.public_from)
+    if not left:
+        return "invalid"
+    if None not in left:
+        later[fact.version_id] = min(at for at in left if at is not None)
+    return "stale" if any(fate.get(d) == "stale" for d, _ in fact.derivations) else "survives"
+
+
+def _ahead(closure: _Closure, node: str, later: dict[str, int]) -> bool:
     """Whether a derivation is public before one of its inputs now is: an input that
-    lost every earlier evidence (``later``) and stands by a later one alone."""
+    lost every earlier evidence (``later``) and stands by later ones alone."""
     d = closure.derivations[node]
-    return any(closure.facts[vid].public_from > d.available_by for vid, _ in d.inputs if vid in later)
+    return any(later[vid] > d.available_by for vid, _ in d.inputs if vid in later)
 
 
 def _shortest_paths(graph: nx.DiGraph, origin: str) -> dict[str, tuple[str, ...]]:

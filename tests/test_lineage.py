@@ -279,6 +279,49 @@ def test_a_retraction_that_leaves_an_input_public_only_later_takes_what_was_deri
     assert status("k", day(3)) == "active"
 
 
+@pytest.mark.parametrize("cause", ["retract", "invalidate"])
+def test_an_input_left_with_a_later_derivation_alone_takes_what_was_derived_from_it_before(
+        mem, scope, base, cause):
+    """s is derived from x (A, day 0) and again from y (B, day 1): one version, public from
+    day 0, and t = derive(s) is public from day 0. Withdraw A (or invalidate x): s stands
+    by y's derivation alone, public from day 1, so t - made from an s not public before
+    day 1 - must not be public at day 0: it is invalid, as when a later filing is what is
+    left."""
+    def from_(method, version):
+        return mem.derive(scope, method=method, method_version="1", params={},
+                          inputs={"a": version.version_id},
+                          output=FactIn(entity="E", attribute="s", value=30, period=Q, unit="USD"))
+
+    s = from_("from-x", base["x"])
+    assert from_("from-y", base["y"]).version_id == s.version_id and s.available_by == day(0)
+    t = derive(mem, scope, "t", 60, a=s)
+    report = {i.id: i.reason for i in (mem.retract_source(scope, "A", reason="withdrawn") if cause == "retract"
+                                       else mem.impact(scope, version_id=base["x"].version_id)).items}
+    assert report[s.version_id] == "survives" and report[t.version_id] == "invalid"
+    if cause == "invalidate":
+        mem.invalidate(scope, base["x"].version_id, "wrong figure")
+
+    def status(attr, cutoff):
+        return mem.as_of(scope, entity="E", attribute=attr, period=Q, unit="USD", cutoff=cutoff).status
+
+    assert (status("s", day(0)), status("s", day(3))) == ("not_found", "active")
+    assert (status("t", day(0)), status("t", day(3))) == ("not_found", "not_found")
+
+
+def test_a_filed_input_left_with_its_later_derivation_alone_takes_what_was_derived_from_it_before(
+        mem, scope, base):
+    """s is filed by A (day 0) and derived again from y (day 1): one version; t = derive(s)
+    is public from day 0. Withdraw A: s stands by its derivation, public from day 1 only,
+    so t is invalid."""
+    s = mem.assert_fact(scope, FactIn(entity="E", attribute="s", value=20, period=Q, unit="USD", sources=("A",)))
+    assert derive(mem, scope, "s", 20, a=base["y"]).version_id == s.version_id
+    t = derive(mem, scope, "t", 40, a=s)
+    assert t.available_by == day(0)
+    report = {i.id: i.reason for i in mem.retract_source(scope, "A", reason="withdrawn").items}
+    assert report[s.version_id] == "survives" and report[t.version_id] == "invalid"
+    assert mem.as_of(scope, entity="E", attribute="t", period=Q, unit="USD", cutoff=day(0)).status == "not_found"
+
+
 def test_a_later_filing_of_a_derived_value_takes_nothing_from_what_stands(mem, scope, base):
     """Only an input that lost its earlier evidence delays what was derived from it: w
     (filed by A, day 0, and C, day 2) and g (day 5) make s1, public from day 5, which a
