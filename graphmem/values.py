@@ -119,24 +119,40 @@ def parse_time(text: str | None, name: str) -> dt.datetime | None:
     """A cutoff or known_at as text (the command line, an MCP tool): an ISO date or
     datetime, UTC if it names no zone; a bare date - in any of ISO 8601's forms
     (``2024-01-31``, ``20240131``, ``2024-W05-3``) - means the end of that day in UTC, so
-    a filing accepted that day is public by it. A week without its day names seven days,
-    not one: refused."""
+    a filing accepted that day is public by it, and a date with a zone but no time
+    (``2024-01-31Z``, ``2024-01-31-05:00``) the end of that day in that zone (Python
+    would read it as midnight, the day's start). A week without its day names seven
+    days, not one: refused. The time comes back in UTC: one whose UTC falls outside the
+    years 1 to 9999 is refused here, by name, rather than failing in the read."""
     if text is None:
         return None
     if _WEEK.fullmatch(text):
         raise InputError(name, f"{text!r} is a week; name its day (e.g. {text}-7) or a date")
     try:
-        return dt.datetime.combine(dt.date.fromisoformat(text), dt.time.max, dt.UTC)
-    except ValueError:
-        pass  # not a bare date: a datetime
-    try:
-        value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        value = _day_end(text) or dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as exc:
         raise InputError(name, f"not an ISO date or datetime: {text!r}") from exc
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    try:
+        return value.astimezone(dt.UTC) if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    except OverflowError as exc:
+        raise InputError(name, f"{value.isoformat()} is outside the years 1 to 9999 in UTC") from exc
+
+
+def _day_end(text: str) -> dt.datetime | None:
+    """A date alone (the end of that day in UTC) or with a zone and no time (the end of
+    that day in that zone); None when ``text`` is not one (a datetime, say)."""
+    zoned = _ZONED_DATE.fullmatch(text)
+    day, zone = (zoned["day"], zoned["zone"]) if zoned else (text, "+00:00")
+    try:
+        date = dt.date.fromisoformat(day)
+    except ValueError:
+        return None
+    offset = dt.datetime.fromisoformat(f"2000-01-01T00:00{zone.replace('Z', '+00:00')}").tzinfo
+    return dt.datetime.combine(date, dt.time.max, offset)
 
 
 _WEEK = re.compile(r"\d{4}-?W\d{2}")
+_ZONED_DATE = re.compile(r"(?P<day>\d{4}-\d{2}-\d{2}|\d{8}|\d{4}-?W\d{2}-?\d)(?P<zone>Z|[+-]\d{2}(?::?\d{2})?)")
 
 
 def with_times(item: dict[str, Any], *names: str) -> dict[str, Any]:

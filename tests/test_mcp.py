@@ -405,6 +405,19 @@ def test_errors_are_tool_errors_with_the_apis_messages(w):
     assert call(server, "search", text="x" * 1001).is_error
 
 
+def test_a_cutoff_date_with_a_zone_is_the_end_of_that_day_and_a_far_time_is_refused_by_name(w):
+    """A filing accepted at noon on 2025-03-03 is public by the cutoff "2025-03-03Z" (the end
+    of that day, as for "2025-03-03"); a time whose UTC is outside the years 1 to 9999 is
+    an InputError naming the cutoff, not an error without a message."""
+    server = server_for(w)
+    w.source("8k", t("2025-03-03T12:00"), publisher="cik:1")
+    w.fact(Decimal("111"), "8k")
+    for cutoff in ("2025-03-03", "2025-03-03Z"):
+        assert ok(call(server, "as_of", entity="acme", attribute="revenue", cutoff=cutoff))["value"] == "111"
+    far = ok_error(call(server, "as_of", entity="acme", attribute="revenue", cutoff="0001-01-01T00:00:00+01:00"))
+    assert (far["type"], far["where"]) == ("InputError", "cutoff") and "outside the years" in far["message"]
+
+
 def test_arguments_that_do_not_fit_are_refused_by_name_as_input_errors(w):
     """An argument a tool does not take (a tenant or scope the client believes it can
     choose) is refused, not answered silently from the server's scope; a wrong type or an

@@ -64,6 +64,26 @@ def test_a_bare_date_in_any_iso_form_is_the_end_of_that_day(text):
     assert parse_time(text, "cutoff") == dt.datetime(2024, 1, 1, 23, 59, 59, 999999, dt.UTC)
 
 
+@pytest.mark.parametrize(("text", "end"), [
+    ("2024-01-01Z", dt.datetime(2024, 1, 1, 23, 59, 59, 999999, dt.UTC)),
+    ("2024-01-01+00:00", dt.datetime(2024, 1, 1, 23, 59, 59, 999999, dt.UTC)),
+    ("2024-W01-1-05:00", dt.datetime(2024, 1, 2, 4, 59, 59, 999999, dt.UTC)),
+    ("20240101+0530", dt.datetime(2024, 1, 1, 18, 29, 59, 999999, dt.UTC)),
+])
+def test_a_date_with_a_zone_and_no_time_is_the_end_of_that_day_in_that_zone(text, end):
+    """Python reads "2024-01-01Z" as midnight, the day's start: a filing accepted at noon
+    that day would be left out of a cutoff the user meant to include it."""
+    assert parse_time(text, "cutoff") == end
+
+
+@pytest.mark.parametrize("text", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:00:00-05:00", "9999-12-31-01:00"])
+def test_a_time_outside_the_years_1_to_9999_in_utc_is_refused_by_name(text):
+    """Not an OverflowError from the read that converts it to UTC (an MCP client saw only
+    "Error executing tool")."""
+    with pytest.raises(InputError, match="known_at.*outside the years 1 to 9999 in UTC"):
+        parse_time(text, "known_at")
+
+
 def test_a_week_without_its_day_is_refused_and_a_datetime_keeps_its_time():
     with pytest.raises(InputError, match="cutoff.*week"):
         parse_time("2024-W01", "cutoff")
