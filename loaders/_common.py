@@ -90,6 +90,7 @@ class LoadReport(BaseModel):
     quarantined_filings: list[str] = Field(default_factory=list)
     case_variants: list[str] = Field(default_factory=list)
     missing_pages: list[str] = Field(default_factory=list)
+    cited_as_recorded: list[str] = Field(default_factory=list)  # sources another load recorded (kpi)
     rules: dict[str, int] = Field(default_factory=dict)
     seconds: float = 0.0
 

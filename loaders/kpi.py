@@ -31,6 +31,15 @@ these rows are not — they have no input facts in the memory to point at. The
 ``basis`` (per source and per row) stays in ``Source.meta`` for whoever needs the
 distinction; a later document of the company for the same key supersedes either way.
 
+A filing already recorded in the scope by another load (``load companyfacts`` or
+``load edgar``: the same id, accession, publisher, form and authority, recorded with the
+SEC loader's title, meta and time) is cited as it was recorded: sources are immutable,
+and the table's rows are the same filing's figures, so a retraction of that filing
+reaches them too (lineage, ``impact``). Their available_by is then the recorded one, and
+the table's basis and notes for that source are not stored; the report lists such
+sources under ``cited_as_recorded``. The other way round - a KPI table first, then the
+company's filings - the filings loader refuses the source (recorded with other fields).
+
 Errors and transactions as for :mod:`.sec`: the whole table is checked first (the
 file's size, its header - every column present, no column named twice, not even in
 another case or with spaces around it -, CIK digits, decimal value, unit whitelist,
@@ -54,6 +63,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from graphmem import limits
 from graphmem.errors import InputError
@@ -208,6 +218,26 @@ def _source(source_id: str, group: list[tuple[int, dict[str, str], FactIn]],
         )
 
 
+def _as_recorded(mem: Memory, scope: Scope, source: Source, report: LoadReport) -> Source:
+    """``source``, or the same filing as another load recorded it (see the module
+    docstring), noted in ``report``. A source recorded under its id that is not the same
+    filing (another publisher, form or accession) is left to the write, which refuses it."""
+    recorded = mem.source(scope, source.id)
+    accession = source.meta.get("accession")
+    if recorded is None or recorded.erased or accession is None:
+        return source
+    as_recorded = Source.model_validate(recorded.model_dump(include=set(Source.model_fields)))
+    if _filing(as_recorded) != _filing(source) or as_recorded == source:
+        return source
+    report.cited_as_recorded.append(source.id)
+    return as_recorded
+
+
+def _filing(source: Source) -> tuple[Any, ...]:
+    """What makes two sources the same filing, whatever else they say of it."""
+    return source.publisher_id, source.kind, source.authority, source.meta.get("accession")
+
+
 @contextmanager
 def _named(where: str) -> Iterator[None]:
     """A model's InputError (a bound, a field) located in the file, row and concept."""
@@ -236,20 +266,21 @@ def load(
             when = av.from_acceptance(first["accepted"], where=f"{where}: accepted")
         else:
             when = av.filed_end_of_day(first["filed"], f"{where}: filed")
-        plan.append((_source(source_id, group, when, where), [f for _, _, f in group], when))
+        plan.append((_source(source_id, group, when, where), [f for _, _, f in group]))
+    report = LoadReport(file=file, rows=len(rows))
+    plan = [(_as_recorded(mem, scope, source, report), items) for source, items in plan]
     plan.sort(key=lambda p: (p[0].available_by, p[0].id))
 
-    report = LoadReport(file=file, rows=len(rows))
     for entity in entities.values():
         mem.put_entity(scope, entity)
     report.entities = len(entities)
 
     with progress(path.name, len(plan), show_progress) as advance:
-        for source, items, when in plan:
+        for source, items in plan:
             result = write_filing(mem, scope, source, items, f"{file}: source {source.id}")
             report.sources += 1
             report.sources_recorded += result.sources_recorded
-            report.add_rule(when.rule)
+            report.add_rule(source.meta.get("available_by_rule", "as recorded"))
             report.assertions += len(items)
             report.versions_created += result.created
             report.evidence_added += result.evidence_added

@@ -436,6 +436,40 @@ def test_kpi_table_loads_with_publication_times(mem, scope):
     assert counts(mem, scope) == before
 
 
+def test_a_kpi_table_cites_the_filing_its_companyfacts_recorded(mem, scope, tmp_path):
+    """The flagship's two loads in one scope: PayPal's filings, then its KPI table, whose
+    rows name the same 10-Q. The table's rows cite the filing as recorded (by its
+    acceptance time), so withdrawing the 10-Q reaches the KPIs too."""
+    accession = "0001633917-25-000064"
+    facts = tmp_path / "companyfacts-pypl.json"
+    facts.write_text(json.dumps({"cik": 1633917, "entityName": "PayPal Holdings, Inc.", "facts": {"us-gaap": {
+        "Revenues": {"units": {"USD": [{"start": "2025-01-01", "end": "2025-03-31", "val": 7791000000,
+                                        "accn": accession, "fy": 2025, "fp": "Q1", "form": "10-Q",
+                                        "filed": "2025-04-29"}]}}}}}))
+    subs = tmp_path / "submissions-pypl.json"
+    subs.write_text(json.dumps({"cik": "1633917", "tickers": ["PYPL"], "filings": {"recent": {
+        "accessionNumber": [accession], "acceptanceDateTime": ["2025-04-29T16:06:21.000Z"]}}}))
+    sec.load(mem, scope, facts, subs)
+    filed = source(mem, scope, accession)
+
+    report = kpi.load(mem, scope, KPI)
+    assert report.cited_as_recorded == [accession]
+    assert report.versions_created == 27 and report.sources_recorded == 8
+    assert source(mem, scope, accession) == filed  # the filing as recorded: its title, meta and time
+    q1 = Period(start=dt.date(2025, 1, 1), end=dt.date(2025, 3, 31))
+    tpv = mem.as_of(scope, entity="cik:1633917", attribute="TotalPaymentVolume", period=q1,
+                    cutoff=dt.datetime(2025, 4, 30, tzinfo=UTC))
+    assert tpv.value == Decimal("417208000000")
+    assert [e.source_id for e in tpv.version.sources] == [accession]
+    # the filing's acceptance time, not the table's end of the filed day
+    assert tpv.version.available_by == filed["available_by"] == dt.datetime(2025, 4, 29, 16, 6, 21, tzinfo=UTC)
+    impact = mem.impact(scope, source_id=accession)
+    assert {i.label for i in impact.items if i.kind == "fact"} >= {
+        f"cik:1633917 {name} {q1.text}" for name in ("TotalPaymentVolume", "TransactionRevenues", "us-gaap:Revenues")}
+    again = kpi.load(mem, scope, KPI)
+    assert (again.unchanged, again.versions_created, again.cited_as_recorded) == (27, 0, [accession])
+
+
 def _kpi_copy(tmp_path: Path, line: int, old: str, new: str) -> Path:
     lines = KPI.read_text().splitlines(keepends=True)
     assert old in lines[line]
