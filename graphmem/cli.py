@@ -80,6 +80,9 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
+        except BrokenPipeError:  # `graphmem migrate | head -3`: the reader has gone; say nothing
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+            sys.exit(1)
         except Exception as exc:
             obj = ctx.obj or {}
             if obj.get("debug"):
@@ -99,6 +102,8 @@ def in_options(exc: InputError, command: click.Command | None) -> InputError | N
     # by the parameter's name (source_id) and the option's own (--frames takes frames_text)
     names = {**{opt[2:].replace("-", "_"): opt for _, opt in options}, **dict(options)}
     where = names.get(exc.where, exc.where)
+    if exc.where.startswith("--"):  # said in the command line's words already: its text is left as it is
+        return exc
     reason = re.sub(r"(?<![\w-])(\w+)=", lambda m: names.get(m[1], m[0]), exc.reason)
     if not where.startswith("--") and reason == exc.reason:
         return None
@@ -227,11 +232,19 @@ def migrate(as_json: bool) -> None:
 # ---------------------------------------------------------------- connection and scope
 
 
+_BOLT_SCHEMES = ("bolt", "neo4j", "bolt+s", "neo4j+s", "bolt+ssc", "neo4j+ssc")
+
+
 def _connect(start: bool = False) -> Memory:
     """$GRAPHMEM_NEO4J_URI if set; else the local launcher of $GRAPHMEM_HOME (started when
     ``start``), with the password `server start` was given through $GRAPHMEM_NEO4J_PASSWORD.
     Retries and timeouts from the environment either way (see ``Memory.from_env``)."""
-    if os.environ.get("GRAPHMEM_NEO4J_URI"):
+    uri = os.environ.get("GRAPHMEM_NEO4J_URI")
+    if uri:
+        scheme = uri.partition("://")[0] if "://" in uri else ""
+        if scheme not in _BOLT_SCHEMES:
+            raise InputError("GRAPHMEM_NEO4J_URI", f"{uri!r}: expected bolt://HOST:PORT or neo4j://HOST "
+                                                   f"(also {', '.join(s for s in _BOLT_SCHEMES if '+' in s)})")
         return Memory.from_env()
     retry, timeouts = RetryPolicy.from_env(), Timeouts.from_env()
     cfg = srv.ServerConfig()
@@ -248,13 +261,25 @@ def _connect(start: bool = False) -> Memory:
 
 
 def _scope(tenant: str, keys: tuple[str, ...]) -> Scope:
-    extra = {}
+    """The scope of --tenant and --scope KEY=VALUE; a bad one is a usage error naming
+    the option (not the model's field): an empty tenant, a key given twice, ``tenant=``,
+    a bound exceeded."""
+    if not tenant.strip():
+        raise InputError("--tenant", "must be a non-empty string")
+    extra: dict[str, str] = {}
     for item in keys:
         key, sep, value = item.partition("=")
         if not sep or not key or not value:
             raise InputError("--scope", f"expected KEY=VALUE, got {item!r}")
+        if key == "tenant":
+            raise InputError("--scope", "the tenant is given by --tenant, not as a scope key")
+        if key in extra and extra[key] != value:
+            raise InputError("--scope", f"key {key!r} given twice: {extra[key]!r} and {value!r}")
         extra[key] = value
-    return Scope(tenant=tenant, **extra)
+    try:
+        return Scope(tenant=tenant, **extra)
+    except InputError as exc:  # a bound: too many keys, too long a tenant or scope
+        raise InputError("--tenant" if exc.where.endswith("tenant") else "--scope", exc.reason) from exc
 
 
 def _loading(what: str, file: Path) -> None:
@@ -742,7 +767,7 @@ def retract(source_id: str, reason: str, by: str | None, tenant: str,
 @click.option("--max-depth", type=int)
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "dot", "graphml", "png"]),
               default="table", show_default=True)
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), callback=_in_a_folder,
               help="File to write (required for graphml and png).")
 @_scoped
 def lineage_cmd(version_id: str, direction: str, max_depth: int | None, fmt: str,

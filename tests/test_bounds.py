@@ -457,5 +457,5 @@ def test_a_companyfacts_value_written_long_but_within_bounds_loads_exactly(migra
 def test_an_empty_tenant_on_the_command_line_is_one_line(migrated):
     run = _cli(migrated, "asof", "--tenant", "", "--entity", "e", "--attribute", "a",
                "--cutoff", "2024-01-01")
-    assert run.returncode == 1
-    assert run.stderr.splitlines() == ["graphmem: error: Scope: tenant must be a non-empty string"]
+    assert run.returncode == 2  # a usage error, naming the option
+    assert run.stderr.splitlines() == ["graphmem: error: --tenant: must be a non-empty string"]

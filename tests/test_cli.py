@@ -43,8 +43,8 @@ def test_a_server_that_does_not_answer_is_one_line(migrated):
 
 
 def test_an_empty_tenant_and_a_bad_setting_are_one_line_naming_them(migrated):
-    err = one_line_error(run_cli(*ASOF, "--tenant", "", environ=env(migrated)))
-    assert err == "graphmem: error: Scope: tenant must be a non-empty string\n"
+    err = one_line_error(run_cli(*ASOF, "--tenant", "", environ=env(migrated)), code=2)
+    assert err == "graphmem: error: --tenant: must be a non-empty string\n"
     err = one_line_error(run_cli(*ASOF, environ=env(migrated, GRAPHMEM_WRITE_TIMEOUT="soon")))
     assert err.startswith("graphmem: error: GRAPHMEM_WRITE_TIMEOUT: expected a number")
 
