@@ -122,13 +122,21 @@ def _reasons(counts: dict[str, int]) -> str:
 _SKIPPED_SHOWN = 50  # members skipped that a text report names (--json: all)
 
 
+def _company_row(c: Any) -> tuple[Any, ...]:
+    """A company's line of this run's work, as the totals count it: a company recorded
+    before (its report is the earlier load's) read nothing and wrote nothing this time,
+    and all its filings were already recorded."""
+    if c.status == "recorded":
+        return (c.cik, (c.name or "")[:32], c.status, c.sources, c.sources, 0, 0, 0, 0, 0, "-", f"{c.seconds:.1f}")
+    return (c.cik, (c.name or "")[:32], c.status, c.sources, c.filings_recorded, c.rows, c.versions_created,
+            c.evidence_added, c.rerounded, c.quarantined, _reasons(c.quarantine), f"{c.seconds:.1f}")
+
+
 def universe_report(report: Any) -> str:
     """A ``load edgar`` report: one line per company, the totals, quarantine by reason,
     the filings with quarantined rows, the failed or missing companies, and the members
     of the inputs skipped as unreadable (the first 50; ``--json`` lists every one)."""
-    rows = [(c.cik, (c.name or "")[:32], c.status, c.sources, c.filings_recorded, c.rows, c.versions_created,
-             c.evidence_added, c.rerounded, c.quarantined, _reasons(c.quarantine), f"{c.seconds:.1f}")
-            for c in report.companies]
+    rows = [_company_row(c) for c in report.companies]
     text = [table(("cik", "company", "status", "filings", "recorded", "rows", "versions", "corroborations",
                    "rerounded", "quarantined", "quarantined by reason", "seconds"), rows)]
     t = report.totals()

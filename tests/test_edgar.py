@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from graphmem import render
 from graphmem.loaders import availability as av
 from graphmem.loaders import edgar, sec, universe
 from graphmem.loaders.spool import Spool, clean_stale
@@ -407,6 +408,12 @@ def test_resume_skips_recorded_companies_and_the_write_path_stays_the_safety_net
         skipped = again.totals()  # what the re-run did: nothing read, every filing already recorded
         assert (skipped["rows"], skipped["versions_created"], skipped["rows_per_s"]) == (0, 0, 0.0)
         assert skipped["filings_recorded"] == first.totals()["sources"] > 0
+        # the text report's lines say the same as its totals: nothing read, all recorded
+        lines = render.universe_report(again).splitlines()
+        for c in first.companies:
+            row = next(line.split() for line in lines if line.startswith(str(c.cik)))
+            work = row[row.index("recorded"):-1]  # after the name, before the seconds
+            assert work == ["recorded", str(c.sources), str(c.sources), "0", "0", "0", "0", "0", "-"], row
         assert mem.counts(scope) == counted
         rewritten = edgar.load(mem, scope, universe.select(found), resume=False)
     totals = rewritten.totals()
