@@ -24,13 +24,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from graphmem import render
 from graphmem.loaders import availability as av
 from graphmem.loaders import edgar, sec, universe
 from graphmem.loaders.spool import Spool, clean_stale
 from graphmem.loaders.synthetic import SyntheticUniverse
 
-from graphmem import InputError, Period, Scope
+from graphmem import InputError, Period, Scope, render
 from graphmem.cli import main
 
 UTC = dt.UTC
