@@ -14,7 +14,8 @@ RETURN e.id AS id, e.name AS name, e.kind AS kind, coalesce(e.aliases, []) AS al
 
 // name: write.prepare
 // What a write needs to know before any rule runs, in one round trip: when each of
-// its sources became public (epoch microseconds) and whether it was erased; which of
+// its sources became public (epoch microseconds), whether it was erased, and whether
+// retracted (the write gates: a withdrawn source validates nothing new); which of
 // its entities are missing from the scope (or erased); which of its fact keys are
 // stored, with their revision - only those need the read rule (a key's first
 // assertion is a new version), and expected_revision checks it.
@@ -22,7 +23,7 @@ RETURN COLLECT {
          UNWIND $source_uids AS uid
          MATCH (s:Source {uid: uid})
          WHERE s.tenant = $tenant AND s.scope = $scope
-         RETURN {uid: uid, erased: s.erased_at IS NOT NULL,
+         RETURN {uid: uid, erased: s.erased_at IS NOT NULL, retracted: EXISTS { (s)<-[:RETRACTS]-(:Retraction) },
                  available_by: s.available_by.epochSeconds * 1000000 + s.available_by.nanosecond / 1000}
        } AS sources,
        COLLECT {

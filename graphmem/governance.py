@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import echo, facts, indexing
 from .db import Tx
@@ -60,25 +60,34 @@ APPROVAL_KIND = "approval"
 # ---------------------------------------------------------------- lookups
 
 
-def _known(tx: Tx, scope: Scope, source_ids: Iterable[str], entity_ids: Iterable[str]
-           ) -> tuple[dict[str, dict[str, Any]], set[str]]:
-    """The usable sources among ``source_ids`` (recorded and not erased: an erased source
-    evidences nothing new), by id, with when each became public; and the entity ids not
-    recorded."""
+class _Known(NamedTuple):
+    """What the gates know of a write's sources and entities (:func:`_known`)."""
+
+    sources: dict[str, dict[str, Any]]  # the usable ones, by id, with when each became public
+    missing: set[str]  # entity ids not recorded (or erased)
+    retracted: set[str]  # source ids recorded but withdrawn
+
+
+def _known(tx: Tx, scope: Scope, source_ids: Iterable[str], entity_ids: Iterable[str]) -> _Known:
+    """The usable sources among ``source_ids``: recorded, not erased and not retracted
+    (an erased or withdrawn source validates nothing new: a memory it alone backs would
+    be live and yet filtered out of every read); the entities not recorded."""
     sids = {facts.source_uid(scope, s): s for s in set(source_ids)}
     eids = {facts.entity_uid(scope, e): e for e in set(entity_ids)}
     row = tx.one("write.prepare", source_uids=sorted(sids), entity_uids=sorted(eids), key_uids=[],
                  **facts.scope_params(scope))
     sources = {sids[s["uid"]]: {"id": sids[s["uid"]], "available_by": from_micros(s["available_by"])}
-               for s in row["sources"] if not s["erased"]}
-    return sources, {eids[uid] for uid in row["missing_entities"]}
+               for s in row["sources"] if not s["erased"] and not s["retracted"]}
+    return _Known(sources, {eids[uid] for uid in row["missing_entities"]},
+                  {sids[s["uid"]] for s in row["sources"] if s["retracted"] and not s["erased"]})
 
 
-def _source_reasons(claimed: Sequence[str], known: dict[str, Any], what: str) -> list[str]:
+def _source_reasons(claimed: Sequence[str], known: _Known, what: str) -> list[str]:
     if not claimed:
         return [f"no source: {what}"]
-    return [f"source {sid!r} is not recorded in this scope (or was erased)"
-            for sid in claimed if sid not in known]
+    return [f"source {sid!r} was retracted: it validates nothing new" if sid in known.retracted
+            else f"source {sid!r} is not recorded in this scope (or was erased)"
+            for sid in claimed if sid not in known.sources]
 
 
 def _entity_reasons(missing: set[str]) -> list[str]:
@@ -170,8 +179,8 @@ def list_candidates(tx: Tx, scope: Scope, *, ids: Sequence[str] | None = None,
 
 def remember_fact(tx: Tx, scope: Scope, fact: FactIn, at: Any) -> Remembered:
     """The gated fact write: live if it has recorded sources and entity, else a candidate."""
-    known, missing = _known(tx, scope, fact.sources, [fact.entity])
-    reasons = _entity_reasons(missing) + _source_reasons(
+    known = _known(tx, scope, fact.sources, [fact.entity])
+    reasons = _entity_reasons(known.missing) + _source_reasons(
         fact.sources, known, "a fact needs at least one source")
     if reasons:
         return _store_candidate(tx, scope, "fact", _fact_payload(fact), reasons, at)
@@ -206,18 +215,18 @@ def remember_experience(tx: Tx, scope: Scope, experience: ExperienceIn, at: Any,
     payload = experience.model_dump(mode="json")
     if experience.outcome:
         echo.refuse(tx, scope, "experience", [("outcome", experience.outcome)])
-    known, missing = _known(tx, scope, experience.evidence, experience.entities)
+    known = _known(tx, scope, experience.evidence, experience.entities)
     reasons = []
     if not (experience.outcome or "").strip():
         reasons.append("no observed outcome: an experience records what was observed")
-    reasons += _entity_reasons(missing)
+    reasons += _entity_reasons(known.missing)
     if approval is None:
         reasons += _source_reasons(experience.evidence, known,
                                    "an experience needs at least one validating evidence record")
     if reasons:
         return _store_candidate(tx, scope, "experience", payload, reasons, at,
                                 event_id=experience.event_id)
-    evidence = [known[s] for s in experience.evidence if s in known]
+    evidence = [known.sources[s] for s in experience.evidence if s in known.sources]
     if approval is not None:
         evidence.append({"id": approval.id, "available_by": approval.available_by})
     memory_id = digest(scope.id, "experience", experience.event_id or payload, prefix="exp_")
@@ -247,7 +256,7 @@ def save_task_state(tx: Tx, scope: Scope, state: TaskStateIn, at: Any,
     """
     payload = state.model_dump(mode="json")
     task_id = (state.task_id or "").strip()
-    _, missing = _known(tx, scope, (), state.entities)
+    missing = _known(tx, scope, (), state.entities).missing
     reasons = [] if task_id else ["no task id: a task state lives with its task"]
     reasons += _entity_reasons(missing)
     if reasons:
@@ -267,7 +276,7 @@ def save_task_state(tx: Tx, scope: Scope, state: TaskStateIn, at: Any,
     if not state.event_id:
         memory_id = digest(scope.id, "task_state", task_id, revision + 1, content_hash,
                            prefix="ts_")
-    known, _ = _known(tx, scope, state.artifact_refs, ())
+    known = _known(tx, scope, state.artifact_refs, ()).sources
     tx.run(
         "task.create", memory_id=memory_id, task_id=task_id, goal=state.goal,
         checkpoint=state.checkpoint, open_items=list(state.open_items),
@@ -343,20 +352,20 @@ def _make_live(tx: Tx, scope: Scope, cand: Candidate, by: str, at: Any) -> Remem
     payload = cand.payload or {}
     if cand.type == "fact":
         fact = _fact_of(payload)
-        known, missing = _known(tx, scope, fact.sources, [fact.entity])
-        if missing:
+        known = _known(tx, scope, fact.sources, [fact.entity])
+        if known.missing:
             return Remembered(type="fact", status="candidate", id=cand.id,
-                              reasons=tuple(_entity_reasons(missing)))
-        unrecorded = [s for s in fact.sources if s not in known]
+                              reasons=tuple(_entity_reasons(known.missing)))
+        unrecorded = [s for s in fact.sources if s not in known.sources]
         if unrecorded or not fact.sources:
             approval = _approval_source(tx, scope, cand, by, at, unrecorded)
             fact = fact.model_copy(update={
-                "sources": (*[s for s in fact.sources if s in known], approval.id),
+                "sources": (*[s for s in fact.sources if s in known.sources], approval.id),
                 "available_by": None})
         return remember_fact(tx, scope, fact, at)
     if cand.type == "experience":
         exp = ExperienceIn.model_validate(payload)
-        known, _ = _known(tx, scope, exp.evidence, ())
+        known = _known(tx, scope, exp.evidence, ()).sources
         unrecorded = [s for s in exp.evidence if s not in known]
         if exp.outcome and (unrecorded or not exp.evidence):
             approval = _approval_source(tx, scope, cand, by, at, unrecorded)

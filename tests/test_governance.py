@@ -166,6 +166,23 @@ def test_a_retracted_source_takes_its_memories_out_of_search(w):
     assert w.search("acme", known_at=x.experience.recorded_at).status == "found"
 
 
+def test_a_memory_backed_only_by_a_withdrawn_source_fails_its_gate(w):
+    # live but filtered out of every read would be a memory silently dropped: a
+    # candidate says why, and an approval makes it live on the reviewer's authority
+    w.source("10q", t("2024-05-01"))
+    w.source("8k", t("2024-05-02"))
+    w.mem.retract_source(w.scope, "10q", reason="withdrawn")
+    exp = w.experience("10q", entities=("acme",))
+    fact = w.mem.remember_fact(w.scope, FactIn(entity="acme", attribute="revenue", value=Decimal("100"),
+                                               period=Q1, sources=("10q",)))
+    for held in (exp, fact):
+        assert (held.status, held.reasons) == ("candidate", ("source '10q' was retracted: it validates nothing new",))
+    assert w.experience("10q", "8k", entities=("acme",)).status == "candidate"  # one withdrawn is one reason
+    made = w.mem.approve(w.scope, exp.id, by="ops")
+    assert made.status == "live" and made.experience.authority == Authority.USER_CORRECTION
+    assert w.search("acme").hits[0].memory_id == made.id
+
+
 # ------------------------------------------------------------------ 7. echo
 
 
