@@ -182,14 +182,18 @@ class Selection:
 
 def frame_of(period: Period) -> str | None:
     """The frame a period belongs to: ``CY2024Q3I`` for an instant, ``CY2024Q3`` or
-    ``CY2024`` for a duration of a quarter's or a year's length, else None."""
+    ``CY2024`` for a duration of a quarter's or a year's length, else None - and None
+    when that frame's year is outside ``YEARS``: no frame of it can be asked, and a
+    stored period such as 0202-03-31 (a typo in a filing) must not fail a latest panel."""
     if period.start is None:
         year, q = period.end.year, (period.end.month - 1) // 3 + 1
         for y, n in (_shift(year, q, -1), (year, q)):
-            if Selection.frame(f"CY{y}Q{n}I").matches(period):
+            if y in YEARS and Selection.frame(f"CY{y}Q{n}I").matches(period):
                 return f"CY{y}Q{n}I"
-        return None  # unreachable: every day is in the window of one of those two
+        return None  # its nearest quarter end is in a year outside YEARS
     middle = period.start + dt.timedelta(days=(period.days - 1) // 2)
+    if middle.year not in YEARS:
+        return None
     if QUARTER_DAYS[0] <= period.days <= QUARTER_DAYS[1]:
         return f"CY{middle.year}Q{(middle.month - 1) // 3 + 1}"
     if YEAR_DAYS[0] <= period.days <= YEAR_DAYS[1]:

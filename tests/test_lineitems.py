@@ -118,6 +118,49 @@ def test_a_past_known_at_reads_as_of_then_despite_a_later_invalidation(migrated)
             lineitems.record(mem, scope, revenue, past)
 
 
+def test_a_sign_keeps_every_digit_of_a_value(mem, scope):
+    """A value of 29 digits (graphmem stores 64 exactly, decimal128 holds 38): a member's
+    sign flips it, and a first value is carried, without rounding to Decimal's default
+    28 digits (``* -1`` gave ...567.9, and ``* 1`` too)."""
+    exact = Decimal("123456789012345678901234567.89")
+    mem.put_entity(scope, Entity(id="cik:3", kind="company"))
+    for attribute in (CAPEX, RFCC):
+        mem.record(scope, sources=[Source(id=f"k-{attribute}", kind="10-K", authority=Authority.PRIMARY,
+                                          publisher="cik:3", available_by=t("2018-02-20"))],
+                   items=[FactIn(entity="cik:3", attribute=attribute, unit="USD", period=Q4_17, value=exact,
+                                 sources=(f"k-{attribute}",))])
+    family = lineitems.load()
+    for name, want in (("capex", exact.copy_negate()), ("revenue", exact)):
+        panel = mem.panel(scope, attribute=family[name], frames=["CY2017Q4"], cutoffs=[t("2018-03-31")],
+                          first_reported=True)
+        (cell,) = panel.cells
+        assert (cell.value, cell.answer.version.value, cell.first_value) == (want, want, want), name
+        assert str(panel.to_arrow()["value"][0].as_py()) == f"{want:.10f}", name
+        screen = mem.screen(scope, attribute=family[name], frame="CY2017Q4", cutoff=t("2018-03-31"))
+        assert screen.answers[0].value == want, name
+
+
+def test_a_screens_inputs_hold_only_what_was_public_by_its_cutoff(mem, scope):
+    """The reported version behind a value, as the screen read it: a filing that repeated
+    the value after the cutoff is no part of it (nor a record made after known_at)."""
+    mem.put_entity(scope, Entity(id="cik:4", kind="company"))
+    for accession, day in (("k-2017", "2018-02-20"), ("q-2018-1", "2018-05-03")):
+        mem.record(scope, sources=[Source(id=accession, kind="10-Q", authority=Authority.PRIMARY, publisher="cik:4",
+                                          available_by=t(day))],
+                   items=[FactIn(entity="cik:4", attribute=CAPEX, unit="USD", period=Q4_17, value=Decimal("40"),
+                                 sources=(accession,))])
+    then = mem.server_now()
+    capex = lineitems.load()["capex"]
+    plain = mem.screen(scope, attribute=CAPEX, frame="CY2017Q4", cutoff=t("2018-03-31"), known_at=then)
+    mem.invalidate(scope, plain.answers[0].version.version_id, "a wrong figure, found later")
+    screen = mem.screen(scope, attribute=capex, frame="CY2017Q4", cutoff=t("2018-03-31"), known_at=then)
+    (reported,) = screen.inputs["cik:4"]
+    assert [e.source_id for e in reported.sources] == ["k-2017"] == [e.source_id for e in
+                                                                     plain.answers[0].version.sources]
+    assert (reported.value, reported.lifecycle) == (Decimal("40"), ())
+    assert reported == plain.answers[0].version
+
+
 def test_a_users_family_file_with_a_unit_rule(switched, tmp_path):
     mem, scope = switched
     path = tmp_path / "mine.json"

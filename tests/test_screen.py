@@ -94,6 +94,11 @@ def test_the_frame_rule_gives_the_secs_own_labels_on_real_filings():
     (P(None, "2024-08-15"), "CY2024Q2I"),          # halfway again: the earlier
     (P(None, "2025-02-14"), "CY2024Q4I"),
     (P(None, "2025-02-15"), "CY2025Q1I"),
+    (P("0202-01-01", "0202-03-31"), None),         # a typo'd year: no frame of it can be asked
+    (P("9999-01-01", "9999-12-31"), None),
+    (P(None, "9999-12-31"), None),
+    (P(None, "1000-01-10"), None),                 # nearest to 999-12-31's quarter end
+    (P(None, "9999-01-10"), "CY9998Q4I"),          # the last frame that can be asked
 ])
 def test_frame_of(period, frame):
     assert frame_of(period) == frame

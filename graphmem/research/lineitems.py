@@ -215,10 +215,16 @@ def _why(concept: str, cell: PanelCell | None, frame: str | None, refused: tuple
     return f"{concept}: unit {cell.unit}"
 
 
+def _times(value: Decimal, sign: int) -> Decimal:
+    """``value`` times the member's ``sign``, exactly: Decimal arithmetic rounds to its
+    context's 28 digits (``* -1`` and even ``* 1``), and a stored value may have 64."""
+    return value if sign == 1 else value.copy_negate()
+
+
 def _signed(answer: Answer, sign: int) -> Answer:
     """The answer with its versions' values times the member's sign."""
     def flip(v: FactVersion) -> FactVersion:
-        return v.model_copy(update={"value": v.value * sign}) if isinstance(v.value, Decimal) else v
+        return v.model_copy(update={"value": _times(v.value, sign)}) if isinstance(v.value, Decimal) else v
 
     if sign == 1:
         return answer
@@ -273,11 +279,20 @@ def panel(mem: Memory, scope: Scope, item: LineItem, *, known_at: dt.datetime | 
           **kwargs: Any) -> Panel:
     """A line item's panel: each member's panel, combined cell by cell (see the module
     docstring); a read only. Takes ``Memory.panel``'s arguments (known_at checked)."""
+    return _panel(mem, scope, item, known_at, **kwargs)[0]
+
+
+def _panel(mem: Memory, scope: Scope, item: LineItem, known_at: dt.datetime | None,
+           **kwargs: Any) -> tuple[Panel, tuple[FactVersion | None, ...]]:
+    """The line item's panel and, cell by cell, the reported version its value was
+    chosen from as its member's panel read it (None: no active value): with the evidence
+    that was live at the cell's cutoff as known at known_at, never a filing made later,
+    as ``screen``'s ``inputs`` must show it."""
     kwargs = {"frames": None, "latest": None, "entities": None, "unit": None, "first_reported": False, **kwargs}
     members = _member_panels(mem, scope, item, known_at, **kwargs)
     panels = [p for p, _ in members]
     latest = kwargs.get("latest") is not None
-    cells = []
+    rows = []
     for (_, frame, _), (cell, chosen, skipped) in _combine(item, panels, [r for _, r in members], latest).items():
         member = item.members[chosen] if chosen is not None else None
         update: dict[str, Any] = {"concept": member.concept if member else None, "skipped": tuple(skipped)}
@@ -292,20 +307,22 @@ def panel(mem: Memory, scope: Scope, item: LineItem, *, known_at: dt.datetime | 
             update.update(value=answer.version.value if answer.version else None,
                           reported_version_id=cell.version_id)
             if isinstance(cell.first_value, Decimal):
-                update["first_value"] = cell.first_value * member.sign
-        cells.append(cell.model_copy(update={**update, "answer": answer}))
+                update["first_value"] = _times(cell.first_value, member.sign)
+        rows.append((cell.model_copy(update={**update, "answer": answer}), cell.answer.version if member else None))
     order = {f: i for i, f in enumerate(panels[0].frames)}
-    cells.sort(key=lambda c: (c.cutoff, order.get(c.frame or "", 0), c.entity))
+    rows.sort(key=lambda r: (r[0].cutoff, order.get(r[0].frame or "", 0), r[0].entity))
     return panels[0].model_copy(update={
-        "attribute": item.attribute, "cells": tuple(cells), "item": item.name, "family": item.family,
-        "unknown": tuple(sorted(set.intersection(*(set(p.unknown) for p in panels))))})
+        "attribute": item.attribute, "cells": tuple(c for c, _ in rows), "item": item.name, "family": item.family,
+        "unknown": tuple(sorted(set.intersection(*(set(p.unknown) for p in panels))))}), tuple(v for _, v in rows)
 
 
 def screen(mem: Memory, scope: Scope, item: LineItem, *, frame: str, cutoff: dt.datetime | None,
            **kwargs: Any) -> Screen:
     """A line item's screen: its panel at one frame and cutoff, as a Screen whose
     ``choices`` say, per entity, which concept was chosen and which were skipped, and
-    whose ``inputs`` hold the reported version behind each value, as reported. Its
+    whose ``inputs`` hold the reported version behind each value, as reported - as the
+    screen read it, with the evidence live at its cutoff and known_at (a filing made
+    after the cutoff, or a record made after known_at, is no part of it). Its
     arguments are refused in a screen's words (``cutoff``, ``frame``), not a panel's."""
     from ..screen import SORTS, ordered
 
@@ -315,16 +332,12 @@ def screen(mem: Memory, scope: Scope, item: LineItem, *, frame: str, cutoff: dt.
     if sort not in SORTS:
         raise InputError("sort", f"must be one of {', '.join(SORTS)}; got {sort!r}")
     _period(item, (Selection.frame(frame),), None, "frame")
-    p = panel(mem, scope, item, frames=[frame], cutoffs=[cutoff], **kwargs)
-    versions = {}
-    if any(c.reported_version_id for c in p.cells):
-        found = mem.versions(scope, [c.reported_version_id for c in p.cells if c.reported_version_id])
-        versions = {v.version_id: v for v in found}
+    p, reported = _panel(mem, scope, item, kwargs.pop("known_at", None), frames=[frame], cutoffs=[cutoff], **kwargs)
     return Screen(attribute=item.attribute, definition="", unit=kwargs.get("unit"), frame=p.frames[0], period=None,
                   cutoff=p.cutoffs[0], known_at=p.known_at,
                   universe="entities" if kwargs.get("entities") is not None else "attribute", sort=sort,
                   answers=tuple(ordered([c.answer for c in p.cells], sort)), unknown=p.unknown,
-                  inputs={c.entity: (versions[c.reported_version_id],) for c in p.cells if c.reported_version_id},
+                  inputs={c.entity: (v,) for c, v in zip(p.cells, reported, strict=True) if v is not None},
                   choices={c.entity: {"concept": c.concept, "skipped": list(c.skipped)} for c in p.cells})
 
 
