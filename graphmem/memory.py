@@ -69,13 +69,7 @@ def _warmer(driver: neo4j.Driver, database: str | None) -> Any:
 
 
 def _aware(name: str, value: dt.datetime | None) -> dt.datetime | None:
-    if value is None:
-        return None
-    if not isinstance(value, dt.datetime):
-        raise InputError(name, f"a datetime is required, got {type(value).__name__}")
-    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
-        raise InputError(name, "naive datetime refused: give a timezone (for example UTC)")
-    return value.astimezone(dt.UTC)
+    return None if value is None else values.aware_utc(name, value)
 
 
 _DERIVATION_ARGS = frozenset({"method", "method_version", "params", "inputs", "output", "cutoff"})

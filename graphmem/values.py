@@ -132,9 +132,21 @@ def parse_time(text: str | None, name: str) -> dt.datetime | None:
         value = _day_end(text) or dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as exc:
         raise InputError(name, f"not an ISO date or datetime: {text!r}") from exc
+    return aware_utc(name, value if value.tzinfo else value.replace(tzinfo=dt.UTC))
+
+
+def aware_utc(name: str, value: Any) -> dt.datetime:
+    """An aware datetime in UTC, refused by ``name`` when it is none, or when its UTC
+    falls outside the years a datetime holds (``0001-01-01T00:00+01:00``): a bad
+    parameter, not an OverflowError in the read. Every time a read or write takes goes
+    through here (Memory's arguments, the command line, the web view, panels' cutoffs)."""
+    if not isinstance(value, dt.datetime):
+        raise InputError(name, f"a datetime is required, got {type(value).__name__}")
+    if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
+        raise InputError(name, "naive datetime refused: give a timezone (for example UTC)")
     try:
-        return value.astimezone(dt.UTC) if value.tzinfo else value.replace(tzinfo=dt.UTC)
-    except OverflowError as exc:
+        return value.astimezone(dt.UTC)
+    except (OverflowError, ValueError) as exc:
         raise InputError(name, f"{value.isoformat()} is outside the years 1 to 9999 in UTC") from exc
 
 

@@ -154,6 +154,25 @@ def test_first_reported_is_the_first_filing_known_at_known_at_that_still_counts(
         assert (cell.value, cell.first_value, cell.restated) == (Decimal("101"), Decimal("100"), True), known_at
 
 
+def test_a_latest_panel_passes_over_a_period_no_frame_can_name(mem, scope):
+    """A filing's typo (0202 for 2024) or a far date (9999-12-31) is a period no frame
+    can name (years 1000 to 9998): it is no entity's latest frame, and never fails the
+    panel with an error about a frame nobody asked for."""
+    mem.put_entity(scope, Entity(id="cik:8", kind="company"))
+    q1, typo = Period(start=dt.date(2024, 1, 1), end=dt.date(2024, 3, 31)), Period(start=dt.date(202, 1, 1),
+                                                                                   end=dt.date(202, 3, 31))
+    mem.record(scope, sources=[Source(id="a", kind="10-Q", authority=Authority.PRIMARY, publisher="cik:8",
+                                      available_by=t("2024-05-01"))],
+               items=[FactIn(entity="cik:8", attribute=a, unit="USD", period=p, value=Decimal(v), sources=("a",))
+                      for a, p, v in (("us-gaap:Revenues", q1, "10"), ("us-gaap:Revenues", typo, "11"),
+                                      ("us-gaap:Assets", Period(end=dt.date(2024, 3, 31)), "20"),
+                                      ("us-gaap:Assets", Period(end=dt.date(9999, 12, 31)), "21"))])
+    for attribute, latest, frame, value in (("us-gaap:Revenues", "quarter", "CY2024Q1", "10"),
+                                            ("us-gaap:Assets", "instant", "CY2024Q1I", "20")):
+        (cell,) = mem.panel(scope, attribute=attribute, latest=latest, cutoffs=[t("2024-06-30")]).cells
+        assert (cell.frame, cell.value) == (frame, Decimal(value)), attribute
+
+
 @pytest.mark.parametrize(("kwargs", "where", "reason"), [
     ({"frames": ["CY2024Q3"], "latest": "quarter"}, "frames", "exactly one of frames="),
     ({}, "frames", "exactly one of frames="),
@@ -161,8 +180,10 @@ def test_first_reported_is_the_first_filing_known_at_known_at_that_still_counts(
     ({"frames": "CY2024Q3"}, "frames", "a single string is not one"),
     ({"frames": ["CY2024Q5"]}, "frame", "not a calendar frame"),
     ({"frames": ["CY2024Q3"], "cutoffs": []}, "cutoffs", "empty"),
-    ({"frames": ["CY2024Q3"], "cutoffs": [dt.datetime(2025, 1, 1)]}, "cutoffs[0]", "aware datetime"),
-    ({"frames": ["CY2024Q3"], "cutoffs": [t("2025-01-01")] * 2 + ["2025"]}, "cutoffs[2]", "aware datetime"),
+    ({"frames": ["CY2024Q3"], "cutoffs": [dt.datetime(2025, 1, 1)]}, "cutoffs[0]", "naive datetime refused"),
+    ({"frames": ["CY2024Q3"], "cutoffs": [t("2025-01-01")] * 2 + ["2025"]}, "cutoffs[2]", "a datetime is required"),
+    ({"frames": ["CY2024Q3"], "cutoffs": [t("2025-01-01"), dt.datetime(1, 1, 1, tzinfo=dt.timezone(
+        dt.timedelta(hours=5)))]}, "cutoffs[1]", "outside the years 1 to 9999 in UTC"),  # not an OverflowError
     ({"frames": ["CY2024Q3"], "entities": []}, "entities", "empty"),
     ({"frames": ["CY2024Q3"], "first_reported": "yes"}, "first_reported", "True or False"),
     ({"frames": ["CY2024Q3", "CY2024Q4"], "entities": [f"cik:{n}" for n in range(5_000)],

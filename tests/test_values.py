@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graphmem import Authority, InputError
+from graphmem import Authority, InputError, Memory, Scope
 from graphmem.values import digest, epoch, from_micros, parse_time
 
 
@@ -82,6 +82,19 @@ def test_a_time_outside_the_years_1_to_9999_in_utc_is_refused_by_name(text):
     "Error executing tool")."""
     with pytest.raises(InputError, match="known_at.*outside the years 1 to 9999 in UTC"):
         parse_time(text, "known_at")
+
+
+@pytest.mark.parametrize("read", ["as_of", "screen", "search"])
+def test_a_read_refuses_a_time_outside_the_years_1_to_9999_in_utc_before_any_query(read):
+    """The API's own times too (screen, as_of, search, ...): refused by name, not an
+    OverflowError from the conversion to UTC."""
+    early = dt.datetime(1, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=5)))
+    calls = {"as_of": lambda m: m.as_of(Scope(tenant="t"), entity="e", attribute="a", cutoff=early),
+             "screen": lambda m: m.screen(Scope(tenant="t"), attribute="a", frame="CY2024Q3", cutoff=early),
+             "search": lambda m: m.search(Scope(tenant="t"), text="x", known_at=early)}
+    with Memory.connect("bolt://127.0.0.1:9") as offline:  # nothing listens there: no query is sent
+        with pytest.raises(InputError, match="outside the years 1 to 9999 in UTC"):
+            calls[read](offline)
 
 
 def test_a_week_without_its_day_is_refused_and_a_datetime_keeps_its_time():

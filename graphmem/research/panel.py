@@ -57,7 +57,7 @@ from .. import screen as screening
 from ..db import Tx
 from ..errors import InputError
 from ..models import Answer, Explain, FactValue, Period, _Model, _Tabular, filed
-from ..values import epoch, from_micros
+from ..values import aware_utc, epoch, from_micros
 
 LATEST: dict[str, tuple[int, int] | None] = {
     "quarter": screening.QUARTER_DAYS, "year": screening.YEAR_DAYS, "instant": None}
@@ -169,9 +169,7 @@ def _cutoffs(cutoffs: Any) -> tuple[dt.datetime, ...]:
         raise InputError("cutoffs", "an iterable of aware datetimes is required")
     out = set()
     for n, c in enumerate(cutoffs):
-        if not isinstance(c, dt.datetime) or c.tzinfo is None or c.utcoffset() is None:
-            raise InputError(f"cutoffs[{n}]", f"an aware datetime is required, got {c!r}")
-        out.add(c.astimezone(dt.UTC))
+        out.add(aware_utc(f"cutoffs[{n}]", c))
         if len(out) > limits.PANEL_CUTOFFS:
             raise InputError("cutoffs", f"more than {limits.PANEL_CUTOFFS:,} cutoffs")
     if not out:

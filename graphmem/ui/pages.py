@@ -24,7 +24,7 @@ from ..research import cli as panel_args
 from ..research import lineitems
 from ..research.panel import LATEST, Panel, PanelCell
 from ..screen import SORTS
-from ..values import NOW, parse_time
+from ..values import NOW, aware_utc, parse_time
 from . import plot
 
 VERSIONS_PER_PAGE = 20  # a key's versions drawn and listed at once: a light page
@@ -53,7 +53,7 @@ class Params:
         return limits.check_text(name, value, limit)
 
     def time(self, name: str) -> dt.datetime | None:
-        return utc(parse_time(self.text(name, limit=64), name), name)
+        return parse_time(self.text(name, limit=64), name)
 
     def period(self, name: str = "period") -> Period | None:
         text = self.text(name, limit=64)
@@ -90,18 +90,6 @@ class Params:
         """The page asked for (1-based) and how many pages ``count`` rows make."""
         pages = max(1, -(-count // size))
         return self.number("page", default, 1, pages) or 1, pages
-
-
-def utc(value: dt.datetime | None, name: str) -> dt.datetime | None:
-    """``value`` in UTC, checked here: a time near year 1 or 9999 whose UTC falls outside
-    the years a datetime holds (``0001-01-01T00:00:00+01:00``) is a bad parameter, not a
-    server error in the read."""
-    if value is None:
-        return None
-    try:
-        return value.astimezone(dt.UTC)
-    except (OverflowError, ValueError) as exc:
-        raise InputError(name, f"{value.isoformat()} is outside the years 1 to 9999 in UTC") from exc
 
 
 def _window(rows: Sequence[Any], page: int, size: int) -> Sequence[Any]:
@@ -320,7 +308,7 @@ def panel(memory: Memory, scope: Scope, p: Params) -> Page:
         raise InputError("item", "give exactly one of attribute= or item=")
     if cutoffs_text is None:
         raise InputError("cutoffs", "required: FROM..TO:quarterly (monthly, yearly) or dates separated by commas")
-    times = [utc(t, "cutoffs") for t in panel_args.cutoffs(cutoffs_text, "cutoffs", files=False)]
+    times = [aware_utc("cutoffs", t) for t in panel_args.cutoffs(cutoffs_text, "cutoffs", files=False)]
     if len(times) > PANEL_COLUMNS:
         raise InputError("cutoffs", f"{len(times)} cutoffs: this page shows at most {PANEL_COLUMNS} "
                                     "(the command line's graphmem panel takes more)")
