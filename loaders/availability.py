@@ -43,6 +43,14 @@ The rules, in the order they are tried
     public later than the end of its filing date, so this is never earlier than the
     real release.
 
+    Also when the acceptance time is one EDGAR cannot have accepted a filing at, read
+    as UTC or as New York time: the SEC's submissions files give the filings of the
+    1990s and early 2000s the *date* only, as midnight in New York
+    (``2002-04-10T04:00:00.000Z``, ``1999-11-03T05:00:00.000Z``), and either reading
+    of that is before the filing could have been public that day. Such a time says
+    nothing the filed date does not: the later of its reading and the end of the
+    filed day is taken (an SEC notice stamped after its filed day keeps its stamp).
+
 A time with no offset at all is refused (InputError): graphmem never guesses a
 naive time's zone.
 """
@@ -87,8 +95,13 @@ def end_of_day(day: dt.date, tz: ZoneInfo = NEW_YORK) -> dt.datetime:
 
 
 def filed_end_of_day(filed: dt.date | str, where: str = "filed") -> Availability:
-    """Rule ``filed-end-of-day``: the end of the filing date in New York."""
-    return Availability(end_of_day(parse_date(filed, where)), FILED_END_OF_DAY)
+    """Rule ``filed-end-of-day``: the end of the filing date in New York (InputError for
+    9999-12-31, whose end in New York is past the last time a datetime holds in UTC)."""
+    day = parse_date(filed, where)
+    try:
+        return Availability(end_of_day(day), FILED_END_OF_DAY)
+    except OverflowError:
+        raise InputError(where, f"the end of {day} in New York is past the last time a datetime holds") from None
 
 
 def parse_date(value: dt.date | str, where: str) -> dt.date:
@@ -116,6 +129,12 @@ def _parse_stamp(text: str, where: str) -> dt.datetime:
         raise InputError(where, f"not an ISO 8601 date-time: {text!r}") from None
     if stamp.tzinfo is None or stamp.tzinfo.utcoffset(stamp) is None:
         raise InputError(where, f"acceptance time {text!r} has no UTC offset; refused")
+    wall = stamp.replace(tzinfo=None)
+    try:  # every reading the rules may take, converted once here rather than overflow there
+        stamp.astimezone(dt.UTC), wall.replace(tzinfo=dt.UTC).astimezone(NEW_YORK)
+        wall.replace(tzinfo=NEW_YORK).astimezone(dt.UTC)
+    except OverflowError:
+        raise InputError(where, f"acceptance time {text!r} is outside the years a datetime holds") from None
     return stamp
 
 
@@ -133,6 +152,17 @@ def shows_ny_clock(text: str, where: str = "acceptanceDateTime") -> bool:
     as_utc = wall.replace(tzinfo=dt.UTC)
     as_ny = wall.replace(tzinfo=NEW_YORK)
     return _outside_edgar_hours(as_utc) and not _outside_edgar_hours(as_ny)
+
+
+def edgar_cannot_have_accepted(text: str, where: str = "acceptanceDateTime") -> bool:
+    """A ``Z`` time outside EDGAR's hours read as UTC and read as New York time: not when
+    the filing was accepted (a date given as midnight in New York, see the module
+    docstring)."""
+    stamp = _parse_stamp(text, where)
+    if not _Z.search(text.strip()):
+        return False
+    wall = stamp.replace(tzinfo=None)
+    return _outside_edgar_hours(wall.replace(tzinfo=dt.UTC)) and _outside_edgar_hours(wall.replace(tzinfo=NEW_YORK))
 
 
 def edgar_clock_is_new_york(acceptances: Iterable[str]) -> bool:
@@ -159,7 +189,9 @@ def filing_availability(
     ny_clock: bool = False,
     where: str | None = None,
 ) -> Availability:
-    """A filing's ``available_by`` and its rule: acceptance when known, else filed end-of-day.
+    """A filing's ``available_by`` and its rule: acceptance when known (and a time EDGAR
+    can have accepted it at, else the later of it and the filed end-of-day), else filed
+    end-of-day.
 
     ``acceptances`` maps accession numbers to acceptance times (the submissions JSON's
     ``acceptanceDateTime``); ``ny_clock`` says the filer's file shows the New York
@@ -167,6 +199,9 @@ def filing_availability(
     """
     where = where or f"accession {accession}"
     text = (acceptances or {}).get(accession)
-    if text:
-        return from_acceptance(text, ny_clock=ny_clock, where=f"{where}: acceptanceDateTime")
-    return filed_end_of_day(filed, f"{where}: filed")
+    if not text:
+        return filed_end_of_day(filed, f"{where}: filed")
+    accepted = from_acceptance(text, ny_clock=ny_clock, where=f"{where}: acceptanceDateTime")
+    if edgar_cannot_have_accepted(text, f"{where}: acceptanceDateTime"):
+        return max(accepted, filed_end_of_day(filed, f"{where}: filed"), key=lambda when: when.at)
+    return accepted

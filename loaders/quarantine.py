@@ -28,7 +28,7 @@ REASONS = {
     "not-an-object": "the row is not a JSON object",
     "missing-key": "a required key (end, val, accn, form, filed) is absent",
     "not-a-number": "val is not a finite number",
-    "bad-date": "end, start or filed is not a real YYYY-MM-DD date",
+    "bad-date": "end, start or filed is not a real YYYY-MM-DD date (or filed is one no filing has: 9999-12-31)",
     "impossible-period": "start is after end",
     "bad-accession": "accn is not an accession number (0000000000-00-000000)",
     "bad-form": "form is not a non-empty string",

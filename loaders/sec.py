@@ -168,6 +168,8 @@ def read_json(source: str | Path | Document) -> Any:
     except json.JSONDecodeError as exc:
         raise InputError(doc.name, f"not valid JSON: {exc.msg} at line {exc.lineno} "
                                    f"column {exc.colno}") from None
+    except InputError:  # the file cannot be opened: its own reason, not "not valid JSON"
+        raise
     except ArchiveError as exc:
         raise InputError(exc.where, exc.reason) from None
     except (UnicodeDecodeError, ValueError, OSError, RecursionError) as exc:
@@ -313,7 +315,7 @@ class _Rows:
         form = row["form"]
         if not isinstance(form, str) or not form.strip():
             raise _Problem("bad-form", f"form must be a non-empty string, got {form!r}")
-        filed = dt.date.fromisoformat(self._date(row["filed"], "filed"))
+        filed = self._filed(row["filed"])
         if filing is None:
             filing = self.filings[accession] = _Filing(accession, form, filed, row["filed"])
         elif (filing.form, filing.filed) != (form, filed):
@@ -323,6 +325,16 @@ class _Rows:
                 f"{filing.form} filed {filing.filed} in an earlier row",
             )
         return filing
+
+    def _filed(self, text: Any) -> dt.date:
+        """A filing date whose end of day in New York is a time (that of 9999-12-31 is
+        past the last one a datetime holds: no filing became public then)."""
+        filed = dt.date.fromisoformat(self._date(text, "filed"))
+        try:
+            av.filed_end_of_day(filed)
+        except InputError as exc:
+            raise _Problem("bad-date", f"filed: {exc.reason}") from None
+        return filed
 
 
 @dataclass
@@ -522,6 +534,8 @@ def _stream(doc: Document) -> Iterator[tuple[tuple[str | int, ...], Any]]:
                     arrays.append(event == "start_array")
                     if len(keys) == 4:
                         seen_units.append(False)
+    except InputError:  # the wrong shape, or a file that cannot be opened: named as it was raised
+        raise
     except ArchiveError as exc:
         raise InputError(exc.where, exc.reason) from None
     except (ijson.JSONError, UnicodeDecodeError, ValueError, OSError) as exc:

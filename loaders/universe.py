@@ -377,6 +377,8 @@ def _sniff(doc: Document) -> tuple[str | None, int | None]:
                     cik = _cik_value(value)
                 if kind and cik:
                     break
+    except InputError:  # a member that cannot be opened (its compression, its header): its own reason
+        raise
     except ArchiveError as exc:
         raise InputError(exc.where, exc.reason) from None
     except (ijson.JSONError, UnicodeDecodeError, ValueError):

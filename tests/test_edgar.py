@@ -149,6 +149,38 @@ def test_after_hours_friday_acceptance_is_when_it_became_public():
     assert when.at < av.filed_end_of_day("2024-11-01").at < av.filed_end_of_day("2024-11-04").at
 
 
+
+def test_a_date_given_as_midnight_in_new_york_is_not_an_acceptance_time(mem, scope, tmp_path):
+    """Imunon's page dates its 1990s filings at midnight in New York (the 10-Q/A filed
+    1999-11-03 is ``1999-11-03T05:00:00.000Z``): EDGAR was closed then however the clock is
+    read, so the filing is public at the end of its filed day, not at 05:00 that morning.
+    A 10-K accepted in EDGAR's hours keeps its acceptance time."""
+    old, new = "0000931731-99-000413", "0001493152-25-008460"
+    path = _tiny(tmp_path, {"us-gaap": {"Assets": {"units": {"USD": [
+        _row(old, "10-Q/A", 7, end="1999-09-30", filed="1999-11-03"),
+        _row(new, "10-K", 9, filed="2025-02-27")]}}}}, cik=749647)
+    report = sec.load(mem, scope, path, [IMUNON, IMUNON_PAGE])
+    assert report.rules == {"acceptance": 1, "filed-end-of-day": 1}
+    dated = mem.source(scope, old)
+    assert dated.available_by == av.filed_end_of_day("1999-11-03").at
+    assert dated.meta["acceptance"] == "1999-11-03T05:00:00.000Z"
+    assert dated.meta["available_by_rule"] == "filed-end-of-day"
+    noon = dt.datetime(1999, 11, 3, 17, tzinfo=UTC)  # 12:00 in New York on its filed day
+    answer = mem.as_of(scope, entity="cik:749647", attribute="us-gaap:Assets",
+                       period=Period(end=dt.date(1999, 9, 30)), cutoff=noon)
+    assert answer.value is None
+    assert mem.source(scope, new).available_by == dt.datetime(2025, 2, 27, 13, 15, 43, tzinfo=UTC)
+
+
+def test_an_sec_notice_stamped_after_its_filed_day_keeps_its_stamp():
+    """An EFFECT notice filed 2021-11-16 and stamped 00:15 New York the next day (05:15Z):
+    outside EDGAR's hours either way, and later than the end of its filed day, which
+    would be earlier than the stamp."""
+    accession = "9999999995-21-004370"  # Marvell's submissions file
+    when = av.filing_availability(accession, filed="2021-11-16", acceptances={accession: "2021-11-17T05:15:13.000Z"})
+    assert when.at == dt.datetime(2021, 11, 17, 10, 15, 13, tzinfo=UTC)
+    assert when.at > av.filed_end_of_day("2021-11-16").at
+
 def test_a_universe_is_found_in_archives_folders_and_files(tmp_path):
     facts_zip = _zip(tmp_path / "companyfacts.zip", {"CIK0001997711.json": LPA})
     subs_zip = _zip(tmp_path / "submissions.zip", {"CIK0000749647.json": IMUNON,

@@ -21,6 +21,7 @@ from graphmem.loaders import availability as av
 from graphmem.loaders import kpi, sec
 from graphmem.loaders._common import unit_ok
 from graphmem.loaders.quarantine import REASONS
+from graphmem.loaders.spool import Spool
 
 from graphmem import InputError, Period, Scope
 
@@ -267,6 +268,14 @@ def _empty_form(data):
     _revenue_row(data)["form"] = " "
 
 
+def _filed_past_the_last_datetime(data):
+    # a filing of its own, whose end of day in New York is in the year 10000 in UTC
+    _revenue_row(data).update(accn=FAR_ACCESSION, filed="9999-12-31")
+
+
+FAR_ACCESSION = "0001997711-99-999999"
+
+
 def _impossible_unit(data):
     units = data["facts"]["ifrs-full"]["Revenue"]["units"]
     units["US Dollars"] = units.pop("USD")
@@ -291,12 +300,14 @@ REVENUE_ACCESSION = "0001997711-25-000030"
         (_other_filed, "USD", [5], REVENUE_ACCESSION, "filing-mismatch",
          "is form 20-F filed 2025-04-03 here but 20-F filed 2025-04-02 in an earlier row"),
         (_bad_filed, "USD", [5], REVENUE_ACCESSION, "bad-date", "filed: not a YYYY-MM-DD date: '2025-02-30'"),
+        (_filed_past_the_last_datetime, "USD", [5], FAR_ACCESSION, "bad-date",
+         "filed: the end of 9999-12-31 in New York is past the last time a datetime holds"),
         (_not_an_object, "USD", [5], None, "not-an-object", "row must be an object, got str"),
         (_empty_form, "USD", [5], REVENUE_ACCESSION, "bad-form", "form must be a non-empty string, got ' '"),
         (_impossible_unit, "US Dollars", [0, 1, 2, 3, 4, 5], "*", "bad-unit", "whitespace or control characters"),
     ],
     ids=["missing-key", "wrong-type", "start-after-end", "other-form", "other-filed", "bad-filed",
-         "not-an-object", "empty-form", "impossible-unit"],
+         "filed-9999-12-31", "not-an-object", "empty-form", "impossible-unit"],
 )
 def test_rows_that_cannot_be_facts_are_quarantined(mem, scope, tmp_path, change, unit, rows, accession,
                                                    reason, detail):
@@ -369,6 +380,21 @@ def test_unreadable_submissions_rows_are_quarantined_and_keep_the_filed_date(mem
     assert source(mem, scope, "0001997711-25-000030")["meta"]["available_by_rule"] == "filed-end-of-day"
     assert source(mem, scope, "0001493152-24-016772")["available_by"] == dt.datetime(2024, 4, 26, 16, 5,
                                                                                      tzinfo=UTC)
+
+
+@pytest.mark.parametrize("accepted", ["9999-12-31T23:00:00-05:00", "0001-01-01T01:00:00.000Z"])
+def test_an_acceptance_time_outside_the_years_of_a_datetime_is_quarantined(mem, scope, tmp_path, accepted):
+    """Read in UTC (or as New York time, for a Z) it would be in the year 10000 or 0: a
+    bad-acceptance row, whose filing keeps its filed date; not an OverflowError that ends
+    the load."""
+    subs = tmp_path / "submissions-lpa.json"
+    subs.write_text(json.dumps({"cik": "0001997711", "filings": {"recent": {
+        "accessionNumber": ["0001997711-25-000030"], "acceptanceDateTime": [accepted]}}}))
+    kept: list = []
+    report = sec.load(mem, scope, LPA, subs, quarantine=kept.append)
+    assert [(q.row, q.accession, q.reason) for q in kept] == [(0, "0001997711-25-000030", "bad-acceptance")]
+    assert "outside the years a datetime holds" in kept[0].detail
+    assert report.assertions == 768 and report.rules == {"filed-end-of-day": 3}
 
 
 def test_a_changed_filing_time_is_refused_naming_the_accession(mem, scope, tmp_path):
@@ -606,6 +632,37 @@ def test_companyfacts_structure_is_checked_as_it_streams(mem, scope, tmp_path, t
     path = tmp_path / "structure.json"
     path.write_text(text)
     _refused(mem, scope, path, where, reason)
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "reason"),
+    [
+        ('{"cik": 1, "entityName": "X", "facts": []}', "facts", "missing or not an object"),
+        ('{"cik": 1, "entityName": "X", "facts": {"us-gaap": {"A": {"label": "a"}}}}', "us-gaap:A",
+         "missing key 'units'"),
+        ('{"cik": 1, "entityName": "X", "facts": {"us-gaap": {"A": {"units": {"USD": {}}}}}}', "us-gaap:A [USD]",
+         "rows must be a list"),
+    ],
+    ids=["facts-not-object", "no-units", "rows-not-list"],
+)
+def test_a_file_of_the_wrong_shape_is_named_where_not_called_invalid_json(tmp_path, text, where, reason):
+    """Valid JSON of the wrong shape: the error names the place in the file and the
+    reason, as the check raised it, not as "not valid JSON"."""
+    path = tmp_path / "shape.json"
+    path.write_text(text)
+    with Spool() as spool, pytest.raises(InputError) as info:
+        sec.read(path, spool=spool)
+    assert (info.value.where, info.value.reason) == (f"{path}: {where}", reason)
+
+
+def test_a_submissions_file_gone_before_it_is_read_is_named_as_gone(tmp_path):
+    subs = tmp_path / "submissions-lpa.json"
+    subs.write_text("{}")
+    doc = sec.document(subs)
+    subs.unlink()
+    with pytest.raises(InputError) as info:
+        sec.read_submissions([doc], 1997711)
+    assert (info.value.where, info.value.reason) == (str(subs), "file not found")
 
 
 def test_labels_and_descriptions_are_read_past(mem, scope, tmp_path):

@@ -300,3 +300,18 @@ def test_a_universe_in_a_large_submissions_archive_stays_small_in_memory(tmp_pat
                      ["CIK0000099999.json"]]
     assert above < 20, f"{above:.1f} MB above the interpreter for 100,000 members"
     assert os.path.getsize(subs) > 5_000_000
+
+
+def test_a_member_in_a_compression_not_read_is_skipped_with_that_reason(tmp_path):
+    """An archive whose name does not say its kind (``bulk.zip``), re-packed with bzip2: a
+    member that must be opened to be told apart is skipped naming its compression method,
+    not as "not valid JSON"; the deflated member beside it is found."""
+    path = tmp_path / "bulk.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.write(LPA, "CIK0001997711.json", compress_type=zipfile.ZIP_DEFLATED)
+        archive.write(TSMC, "CIK0001046179.json", compress_type=zipfile.ZIP_BZIP2)
+    with universe.discover([path]) as found:
+        assert found.skipped == [universe.Skipped(
+            file=f"{path}:CIK0001046179.json",
+            reason="compression method 12 is not supported (stored and deflate are)")]
+        assert [c.cik for c in universe.select(found)] == [1997711]
