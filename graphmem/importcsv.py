@@ -22,12 +22,15 @@ How values are written, and why:
 * when a field holds a line break, the importer is told ``--multiline-fields=true``
   (its slower parser, for every file; rare in filings). Its per-file mode (``v2``)
   refused such a file here ("found CR outside a text cell", with no CR in it).
+* the importer reads a file in buffers of 4 Mi (Java) characters and fails on a row
+  longer than one ("no newline character in the whole buffer"): a version's search
+  text grows with each evidence (its source's title), so a long-lived fact can reach
+  that. The longest row is measured as it is written and the importer's
+  ``--read-buffer-size`` raised to hold it.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -37,6 +40,7 @@ from typing import Any
 from .errors import InputError
 
 ARRAY_DELIMITER = "\x1f"
+READ_BUFFER = 4 * 2**20  # the importer's default --read-buffer-size, in Java (UTF-16) characters
 
 
 @dataclass(frozen=True)
@@ -84,21 +88,6 @@ EVIDENCED_BY = Layout("evidenced_by.csv", "relationships", "EVIDENCED_BY", (
 LAYOUTS = (ENTITY, SOURCE, FACT_KEY, FACT, CLOCK, LOAD_MARK, ABOUT, VERSION_OF, EVIDENCED_BY)
 
 
-class _Null:
-    """``None`` in a row: written as an unquoted empty field. ``csv.QUOTE_NONNUMERIC``
-    quotes every field but numbers (it writes ``None`` as ``""``, an empty string), and
-    takes anything with ``__index__`` for a number, written with ``str``."""
-
-    __slots__ = ()
-
-    def __index__(self) -> int:
-        return 0
-
-    def __str__(self) -> str:
-        return ""
-
-
-_NULL = _Null()
 _BATCH = 5000  # rows formatted at once, then checked and written
 
 
@@ -111,8 +100,9 @@ class _File:
         self.layout = layout
         self.rows = 0
         self.multiline = False
+        self.longest = 0  # the longest row written, in code points, its line break included
         self._arrays = [n for n, t in enumerate(layout.types) if t.endswith("[]")]
-        self._pending: list[list[Any]] = []
+        self._pending: list[str] = []  # lines
         self._handle = path.open("w", encoding="utf-8", newline="")
         self._handle.write(",".join(layout.header) + "\n")
 
@@ -126,17 +116,15 @@ class _File:
     def flush(self) -> None:
         if not self._pending:
             return
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, quoting=csv.QUOTE_NONNUMERIC, lineterminator="\n")
-        writer.writerows(self._pending)
-        text = buffer.getvalue()
+        text = "".join(self._pending)
+        self.longest = max(self.longest, *map(len, self._pending))
         if not self.multiline and (text.count("\n") != len(self._pending) or "\r" in text):
             self.multiline = True
         self._handle.write(text)
         self.rows += len(self._pending)
         self._pending.clear()
 
-    def extend(self, path: Path, rows: int, multiline: bool) -> None:
+    def extend(self, path: Path, rows: int, multiline: bool, longest: int) -> None:
         """Append the rows of another file of this layout (written by another GraphCsv)."""
         self.flush()
         with path.open(encoding="utf-8", newline="") as part:
@@ -144,22 +132,44 @@ class _File:
             shutil.copyfileobj(part, self._handle, 1 << 20)
         self.rows += rows
         self.multiline = self.multiline or multiline
+        self.longest = max(self.longest, longest)
 
-    def _row(self, row: Sequence[Any]) -> list[Any]:
-        out = [_NULL if v is None else ("true" if v else "false") if v is True or v is False else v for v in row]
+    def _row(self, row: Sequence[Any]) -> str:
+        """One line of the file (the module docstring says how each value is written).
+        Formatted here rather than by the csv module, which took twice as long for the
+        same bytes (QUOTE_NONNUMERIC: a number check and a conversion per field)."""
+        out = list(row)
         for n in self._arrays:
             out[n] = _array(row[n], self.layout, n)
-        return out
+        return ",".join([_field(v, self.layout, n) for n, v in enumerate(out)]) + "\n"
 
     def close(self) -> None:
         self.flush()
         self._handle.close()
 
 
-def _array(items: Iterable[str | int] | None, layout: Layout, column: int) -> Any:
+def _field(value: Any, layout: Layout, column: int) -> str:
+    """A value as the importer reads it: text quoted (a quote doubled), a boolean as quoted
+    ``true``/``false``, a number as Python writes it (a float's ``repr`` round-trips),
+    None as an empty unquoted field (no property)."""
+    if isinstance(value, str):
+        return '"' + value.replace('"', '""') + '"'
+    if value is None:
+        return ""
+    if value is True or value is False:
+        return '"true"' if value else '"false"'
+    if isinstance(value, float):
+        return float.__repr__(value)  # numpy's float64 is a float whose own repr names its type
+    if isinstance(value, int):
+        return int.__repr__(value)
+    raise TypeError(f"{layout.file}: column {layout.names[column]}: a build writes text, numbers, booleans "
+                    f"and None, not {type(value).__name__}")
+
+
+def _array(items: Iterable[str | int] | None, layout: Layout, column: int) -> str | None:
     items = [str(item) for item in items or ()]
     if not items:
-        return _NULL
+        return None
     for item in items:
         if ARRAY_DELIMITER in item:
             raise InputError(f"{layout.label}.{layout.names[column]}",
@@ -174,6 +184,7 @@ class ImportInput:
     folder: Path
     rows: dict[str, int]  # by file name
     multiline: tuple[str, ...]  # file names with a line break inside a field
+    longest: int = 0  # the longest row of any file, in code points
 
     def import_args(self, folder: str | None = None) -> list[str]:
         """The importer's arguments for these files (``folder``: where the importer will
@@ -185,6 +196,8 @@ class ImportInput:
                 args.append(f"--{layout.kind}={layout.label}={base}/{layout.file}")
         if self.multiline:  # v1, for every file: v2's per-file mode misreads some of these files
             args.append("--multiline-fields=true")
+        if 2 * self.longest > READ_BUFFER:  # a code point takes at most two Java characters
+            args.append(f"--read-buffer-size={2 * self.longest}")
         return args
 
 
@@ -211,7 +224,7 @@ class GraphCsv:
         elsewhere, graphmem.loaders.bootstrap), file by file."""
         by_file = {layout.file: layout for layout in LAYOUTS}
         for name, rows in part.rows.items():
-            self._file(by_file[name]).extend(part.folder / name, rows, name in part.multiline)
+            self._file(by_file[name]).extend(part.folder / name, rows, name in part.multiline, part.longest)
 
     def close(self) -> ImportInput:
         """Flush and close every file; what the importer needs to read them."""
@@ -220,4 +233,5 @@ class GraphCsv:
         return ImportInput(
             folder=self.folder,
             rows={name: f.rows for name, f in self._files.items()},
-            multiline=tuple(name for name, f in self._files.items() if f.multiline))
+            multiline=tuple(name for name, f in self._files.items() if f.multiline),
+            longest=max((f.longest for f in self._files.values()), default=0))
