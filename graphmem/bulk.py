@@ -436,6 +436,7 @@ class _KeyWriter:
         self._totals = totals
         self._entities: dict[str, tuple[Scope, Entity]] = {}
         self._sources: dict[str, Source] = {}
+        self._feeds: dict[str, tuple[str, int]] = {}  # by source uid (a source is of one scope)
         self._patterns: dict[tuple[str, str, str], str] = {}
 
     def key(self, rows: list[tuple[Any, ...]]) -> None:
@@ -493,9 +494,12 @@ class _KeyWriter:
 
     def _feed(self, row: tuple[Any, ...]) -> tuple[str, int]:
         """The publisher and authority rank of the row's source, as ``source.create`` stores them."""
-        scope, _ = self._entity(row[_ENTITY_UID])
-        params = facts.source_params(scope, self._source(row[_SOURCE]))
-        return params["publisher"], params["rank"]
+        found = self._feeds.get(row[_SOURCE])
+        if found is None:
+            scope, _ = self._entity(row[_ENTITY_UID])
+            params = facts.source_params(scope, self._source(row[_SOURCE]))
+            found = self._feeds[row[_SOURCE]] = params["publisher"], params["rank"]
+        return found
 
     def _version(self, v: _Version, publisher: str, rank: int) -> None:
         first = v.first
