@@ -35,8 +35,9 @@ RETURN s.recorded_at AS recorded_at
 // build_context's re-read, in one statement: which of $ids name a fact version,
 // experience or task state of this scope (`stored`: [id, type, key uid]; the caller
 // refuses any other id), the read rule on the keys of those fact versions at (C, K)
-// under the search's evidence requirement (fact.read, included), and the experiences
-// and task states with their evidence as of K (search.memories, included).
+// under the search's evidence requirement (fact.read, included), the experiences
+// and task states with their evidence as of K (search.memories, included), and the task
+// states a later revision of their task replaced by (C, K) (search.hits' `superseded`).
 // $cutoff and $known_at come as [epoch seconds, nanoseconds] (graphmem.values.epoch).
 WITH datetime.fromepoch($cutoff[0], $cutoff[1]) AS C,
      datetime.fromepoch($known_at[0], $known_at[1]) AS K
@@ -52,13 +53,22 @@ CALL () {
          collect(DISTINCT f.key_uid) AS uids,
          collect(m.memory_id) AS memory_ids
 }
-WITH K, stored, uids, memory_ids,
+WITH C, K, stored, uids, memory_ids,
      [i IN range(0, size(uids) - 1) | {
        i: i, uid: uids[i], entity: null, attribute: null, unit: null, definition: null,
        period: null, valid_from: null, valid_to: null, cutoff: 0, known_at: 1, idem: null}]
        AS reads,
      [C, K] AS times
 RETURN stored, uids,
+       COLLECT {
+         UNWIND memory_ids AS id
+         MATCH (t:TaskState {memory_id: id})
+         WHERE t.tenant = $tenant AND t.scope = $scope
+           AND EXISTS { MATCH (o:TaskState {tenant: $tenant, task_id: t.task_id})
+                        WHERE o.scope = $scope AND o.revision > t.revision
+                          AND o.recorded_at <= K AND o.available_by <= C }
+         RETURN id
+       } AS superseded,
        COLLECT {
          CALL (reads, times) {
            // include: fact.read $reads=reads $times=times $brief=false

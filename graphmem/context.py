@@ -306,9 +306,10 @@ def reread(tx: Tx, scope: Scope, given: Memories, cutoff: dt.datetime | None,
     hit is its key's answer by the read rule (``fact.read``) under the search's evidence
     requirement; an experience or task state is read back with its evidence. What is no
     longer live there - erased since the search, or (for hits that came without their
-    search) recorded after known_at, not public by the cutoff, without live evidence -
-    is left out. A hit keeps its search position (the context's order after conflicts
-    and authority); its authority is the re-read one."""
+    search) recorded after known_at, not public by the cutoff, without live evidence, a
+    task state replaced by a later revision - is left out. A hit keeps its search
+    position (the context's order after conflicts and authority); its authority is the
+    re-read one."""
     if not given.hits or cutoff is None or known_at is None:  # no hits, no times
         return []
     row = tx.one("context.reread", ids=sorted({h.memory_id for h in given.hits}),
@@ -324,10 +325,12 @@ def reread(tx: Tx, scope: Scope, given: Memories, cutoff: dt.datetime | None,
     answers = {row["uids"][a["i"]]: facts._answer(a, cutoff, given.require)
                for a in row["answers"]}
     others = governance.to_memories(row["details"], known_at=known_at, cutoff=cutoff)
+    superseded = set(row["superseded"])
     out = []
     for h in given.hits:
         kind, uid = stored[h.memory_id]
         hit = (_fact_hit(h, answers[uid]) if kind == "fact"
+               else None if h.memory_id in superseded
                else _memory_hit(h, others[h.memory_id], cutoff, known_at))
         if hit is not None:
             out.append(hit)

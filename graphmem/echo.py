@@ -23,6 +23,7 @@ Snapshots store only hashes of the normalised lines (``INCLUDED.line_hash`` and
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 
 from .db import Tx
@@ -37,10 +38,21 @@ SEGMENT = " | "
 MIN_CLAIM = 12  # shorter claims are not fingerprinted: too likely to occur by chance
 
 
+def fold(text: str) -> str:
+    """The text as Unicode compares it ignoring case and form: NFKC with full case folding
+    ("Straße" is "STRASSE", a decomposed "é" or a full-width letter the plain one), and no
+    invisible format characters (a zero-width space or joiner, a soft hyphen) - variants a
+    model's output or a copy and paste make of the same words."""
+    if text.isascii():  # the usual case, and the same answer: no other form, no format characters
+        return text.lower()
+    text = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return "".join(c for c in text if unicodedata.category(c) != "Cf")
+
+
 def normalise(text: str) -> str:
-    """Case, whitespace, a leading bullet and memory tag, and trailing punctuation do not
-    make an echo new."""
-    text = " ".join(text.split()).lower()
+    """Case, Unicode form, whitespace, a leading bullet and memory tag, and trailing
+    punctuation do not make an echo new."""
+    text = " ".join(fold(text).split())
     text = _BULLET.sub("", text)
     text = _TAG.sub("", text)
     return text.rstrip(" .;,")
@@ -51,11 +63,12 @@ def fingerprint(text: str) -> str:
 
 
 def fingerprints(text: str) -> list[str]:
-    """Hashes of the whole text, of each line and of each segment of a line."""
+    """Hashes of the whole text, of each line and of each segment of a line (split once
+    its whitespace is collapsed, as the rendering's own segments are)."""
     parts = {text}
     for line in text.splitlines():
         parts.add(line)
-        parts.update(line.split(SEGMENT))
+        parts.update(" ".join(fold(line).split()).split(SEGMENT))  # "a\u00a0|\tb" too
     return sorted({fingerprint(p) for p in parts if len(normalise(p)) >= MIN_CLAIM})
 
 
@@ -76,7 +89,7 @@ def refuse(tx: Tx, scope: Scope, where: str, texts: Iterable[tuple[str, str]]) -
     for field, text in texts:
         for h in fingerprints(text):
             by_hash.setdefault(h, field)
-        for mid in MEMORY_ID.findall(text):
+        for mid in MEMORY_ID.findall(fold(text)):
             by_id.setdefault(mid, field)
     if not by_hash and not by_id:
         return

@@ -13,9 +13,10 @@ import pytest
 from click.testing import CliRunner
 from procs import env
 
-from graphmem import Memory, TaskStateIn
+from graphmem import Entity, InputError, Memory, Scope, TaskStateIn
 from graphmem.cli import main
-from graphmem.eval import locomo, score
+from graphmem.eval import counterexamples, locomo, queries, score, throwaway
+from graphmem.integrations.langgraph import GraphmemStore
 from graphmem.retrieval.embedders import Embedder, ToyEmbedder
 
 TINY = Path(__file__).parent / "fixtures" / "locomo_tiny.json"  # LoCoMo's format, made up
@@ -143,3 +144,68 @@ def test_the_rung_tables_headers_stand_over_their_values():
 
 def _all(text: str, word: str) -> list[int]:
     return [i for i in range(len(text)) if text.startswith(word, i)]
+
+
+# ------------------------------------------------------ arithmetic, forbidden hits, checks, throwaway tenants
+
+
+def test_an_evaluations_tenant_leaves_nothing_behind_not_even_its_clock(mem):
+    with throwaway(mem, "review") as tenant:
+        mem.put_entity(Scope(tenant=tenant), Entity(id="acme", name="Acme"))
+    with mem.db.driver.session(database="neo4j") as s:
+        left = s.run("MATCH (n) WHERE n.tenant = $t OR n.id = $t RETURN labels(n) AS labels",
+                     t=tenant).data()
+    assert left == []
+
+
+def test_percentiles_are_nearest_rank():
+    assert score.percentile([1.0, 2.0], 50) == 1.0
+    assert score.percentile([float(i) for i in range(1, 11)], 50) == 5.0
+    assert score.percentile([float(i) for i in range(1, 21)], 95) == 19.0
+    assert score.percentile([float(i) for i in range(1, 61)], 95) == 57.0
+
+
+def test_a_query_that_only_forbids_does_not_lower_recall():
+    tally = score.Tally()
+    tally.add(["code"], ["a", "b"], {"a"})
+    tally.add(["other user"], ["c"], set(), forbidden=0)
+    summary = tally.summary()["groups"]
+    assert summary["all"] == {"queries": 1, "recall@5": 1.0, "recall@10": 1.0, "mrr": 1.0}
+    assert "other user" not in summary
+
+
+def test_a_forbidden_langgraph_item_returned_is_counted(mem, scope, tmp_path: Path):
+    store = GraphmemStore(mem, tenant=scope.tenant)
+    store.put(("notes",), "deploy", {"text": "roll back the deploy"})
+    store.put(("notes",), "secret", {"text": "roll back the deploy with the admin password"})
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps({"query": "roll back the deploy", "tenant": scope.tenant,
+                                "namespace": ["notes"], "relevant": ["deploy"], "forbidden": ["secret"]}))
+    report = queries.run(mem, path)
+    assert report["rungs"]["text"]["forbidden_hits"] == 1 and not report["ok"]
+
+
+@pytest.mark.parametrize("line, where", [
+    ({"query": "q"}, '"scope"'), ({"query": "q", "namespace": ["a"]}, '"tenant"'),
+    ({"query": "q", "tenant": "x", "namespace": "a.b"}, "list of labels")])
+def test_a_query_line_without_a_scope_is_refused_naming_it(tmp_path: Path, line, where):
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps(line))
+    with pytest.raises(InputError, match=where):
+        queries.read(path)
+
+
+def test_the_correction_check_fails_a_context_that_also_shows_the_original(mem, scope, monkeypatch):
+    """A context that renders the original value beside the correction is not using the
+    correction; the check looked for "100 USD", which no rendering contains."""
+    real = Memory.build_context
+
+    def showing_the_original(self, *args, **kwargs):
+        ctx = real(self, *args, **kwargs)
+        line = next(x for x in ctx.rendered.splitlines() if " = 110 | " in x)
+        return ctx.model_copy(update={"rendered": ctx.rendered + "\n" + line.replace(" = 110 | ", " = 100 | ")})
+
+    monkeypatch.setattr(Memory, "build_context", showing_the_original)
+    w = counterexamples.World(mem, scope, None)
+    counterexamples.corrected(w)
+    assert dict(w.checks)["the context uses the correction, not the original"] is False

@@ -11,8 +11,8 @@ with ``tenant``) names a LangGraph store namespace instead, whose ids are item k
 ``relevant`` and ``forbidden`` are memory ids (a fact version id stands for its key's
 hit), ``cutoff``/``known_at`` ISO times (default: now), ``group`` an optional label the
 results are also broken down by. Each rung the configuration offers (text; semantic and
-hybrid with an embedder) is scored: recall@5/@10 and MRR, forbidden hits (any is a
-failure), latency p50/p95 and the query-embedding time. Nothing is written.
+hybrid with an embedder) is scored: recall@5/@10 and MRR (over the queries that name
+relevant ids), forbidden hits (any is a failure), latency p50/p95 and the query-embedding time. Nothing is written.
 """
 
 from __future__ import annotations
@@ -64,8 +64,15 @@ def _scope(q: dict[str, Any]) -> tuple[Scope, str | None]:
     if "namespace" in q:
         from ..integrations.langgraph import ENTITY_PREFIX
 
-        ns = ".".join(q["namespace"])
-        return Scope(tenant=q["tenant"], namespace=ns), ENTITY_PREFIX + ns
+        labels, tenant = q["namespace"], q.get("tenant")
+        if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+            raise ValueError('"namespace" is a list of labels')
+        if not isinstance(tenant, str):
+            raise ValueError('a "namespace" needs its "tenant" (a string)')
+        ns = ".".join(labels)
+        return Scope(tenant=tenant, namespace=ns), ENTITY_PREFIX + ns
+    if not isinstance(q.get("scope"), dict):
+        raise ValueError('a "scope" object (tenant and its keys) or a "namespace" is required')
     return Scope(**q["scope"]), None
 
 
@@ -78,6 +85,13 @@ def _time(value: Any) -> dt.datetime | None:
     return t
 
 
+def _stands_for(hit: Any, entity: str | None) -> set[str]:
+    """The ids a hit stands for: its memory ids, and in a LangGraph namespace its item key
+    (the ids such a query names), so that a forbidden item returned is counted."""
+    ids = set(hit.memory_ids) | {hit.memory_id}
+    return ids | {hit.answer.attribute} if entity and hit.answer else ids
+
+
 def run(memory: Any, path: Path, embedder: Any = None, limit: int = 10) -> dict[str, Any]:
     offered = rungs(embedder)
     tallies = {r: score.Tally() for r in offered}
@@ -88,7 +102,7 @@ def run(memory: Any, path: Path, embedder: Any = None, limit: int = 10) -> dict[
                 memory.search, scope, text=q["query"], types=q.get("types"), entity=entity, limit=limit,
                 match="any", mode=rung, embedder=embedder if rung != "text" else None, **q["_times"])
             ranked = [h.answer.attribute if entity and h.answer else h.memory_id for h in result.hits]
-            shown = [set(h.memory_ids) | {h.memory_id} for h in result.hits]
+            shown = [_stands_for(h, entity) for h in result.hits]
             relevant, forbidden = set(q.get("relevant", [])), set(q.get("forbidden", []))
             # a hit counts as an id it stands for (a conflict's candidates, a key's version)
             ranked = [next(iter(ids & relevant), r) for ids, r in zip(shown, ranked, strict=True)]

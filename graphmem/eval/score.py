@@ -3,6 +3,7 @@ recall@k, MRR, forbidden hits and latency, per rung (text, semantic, hybrid) and
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections import defaultdict
@@ -14,11 +15,13 @@ KS = (5, 10)
 
 
 def percentile(values: Sequence[float], p: float) -> float:
-    """The p-th percentile (nearest rank) of values; 0 for none."""
+    """The p-th percentile (nearest rank: the ceil(p/100 x n)-th smallest) of values; 0
+    for none. Not round(x + 0.5), which rounds half to even and so takes one rank too
+    many whenever p/100 x n is a whole odd number (the median of two was the larger)."""
     if not values:
         return 0.0
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered) + 0.5) - 1))]
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(p * len(ordered) / 100) - 1))]
 
 
 @dataclass
@@ -36,15 +39,19 @@ class Tally:
     def add(self, groups: Iterable[str], ranked: Sequence[str], relevant: set[str],
             forbidden: int = 0, ms: float = 0.0, embedding_ms: float | None = None) -> None:
         """One query: its hits' ids best first, its relevant ids, how many forbidden ids
-        it returned, its latency and query-embedding time."""
+        it returned, its latency and query-embedding time. A query without relevant ids
+        (one that only forbids) has no recall or rank to score: it counts for forbidden
+        hits and latency, and is left out of recall and MRR rather than scored 0."""
         self.latency_ms.append(ms)
         if embedding_ms is not None:
             self.embedding_ms.append(embedding_ms)
         self.forbidden += forbidden
+        if not relevant:
+            return
         first = next((i for i, r in enumerate(ranked, 1) if r in relevant), None)
         for g in ("all", *groups):
             for k in KS:
-                self.recall[g][k].append(len(relevant & set(ranked[:k])) / len(relevant) if relevant else 0.0)
+                self.recall[g][k].append(len(relevant & set(ranked[:k])) / len(relevant))
             self.rr[g].append(1 / first if first else 0.0)
 
     def summary(self) -> dict[str, Any]:
