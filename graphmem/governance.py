@@ -127,7 +127,9 @@ def _strings(value: Any) -> Iterable[str]:
 def _store_candidate(tx: Tx, scope: Scope, memory_type: MemoryType, payload: dict[str, Any],
                      reasons: list[str], at: Any, *, event_id: str | None = None
                      ) -> Remembered:
-    """Keep a write that failed its gate, with its reasons (idempotent; never live)."""
+    """Keep a write that failed its gate, with its reasons (idempotent; never live). Another
+    write under a candidate's event id is refused, as for a live memory (``_existing``):
+    answering it with the first write's candidate would drop it silently."""
     cid = digest(scope.id, "candidate", memory_type, event_id or payload, prefix="cand_")
     refs = [facts.entity_uid(scope, e) for e in _entity_ids(memory_type, payload)]
     refs += [facts.source_uid(scope, s) for s in _source_ids(memory_type, payload)]
@@ -136,6 +138,8 @@ def _store_candidate(tx: Tx, scope: Scope, memory_type: MemoryType, payload: dic
            search_text=" ".join([memory_type, *_strings(payload)]),
            scope_token=indexing.scope_token(scope), recorded_at=at, **facts.scope_params(scope))
     stored = list_candidates(tx, scope, ids=[cid])[0]
+    if stored.payload is not None and stored.payload != json.loads(json.dumps(payload)):  # None: erased
+        raise InputError(f"{memory_type}.event_id", f"event already recorded as {cid} with different content")
     return Remembered(type=memory_type, status="candidate", id=cid, reasons=stored.reasons)
 
 

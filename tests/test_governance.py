@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+import unicodedata
+import uuid
 from decimal import Decimal
 
 import neo4j
@@ -21,6 +23,7 @@ from graphmem import (
     Authority,
     ConcurrentWriteError,
     EchoError,
+    ExperienceIn,
     FactIn,
     InputError,
     Memory,
@@ -794,3 +797,62 @@ def test_erasing_an_entity_reaches_its_memories_and_what_was_derived_from_it(w):
     assert erased_ts.erased and erased_ts.goal is None and erased_ts.task_id == "T"
     [v] = w.mem.versions(w.scope, [total.version_id])
     assert v.erased and v.value is None
+
+
+# ---------------------------------------------------- echo variants, replaced task states, candidates
+
+
+def _answer(w: World, title: str) -> None:
+    w.mem.record_source(w.scope, Source(id=f"answer-{uuid.uuid4().hex[:8]}", kind="agent_answer",
+                                        authority="inference", available_by=t("2024-06-01"), title=title))
+
+
+def test_an_echo_in_another_case_or_unicode_form_is_still_an_echo(w):
+    """A model's output or a copy and paste changes the form, not the words: upper case
+    (ß is SS), a decomposed accent, full-width letters, zero-width spaces, a line whose
+    segments are set apart by other whitespace, an id in capitals - all are refused;
+    new text with the same letters in another order is still evidence."""
+    w.source("run", t("2024-01-01"), kind="tool_run")
+    x = w.experience("run", outcome="Die Straße über die Brücke war gesperrt")
+    ctx = w.mem.build_context(w.scope, task_id="T", memories=w.search("E-4012"), token_budget=4000)
+    line = ctx.included[0].lines[0]
+    claim = line.split("] ", 1)[1].split(" | ")[0]
+    variants = {
+        "upper case": claim.upper(),
+        "decomposed": unicodedata.normalize("NFD", claim),
+        "full width": claim.replace("gesperrt", "ｇｅｓｐｅｒｒｔ"),
+        "zero-width spaces": claim.replace(" ", "\u200b "),
+        "segments apart by tabs": "noted:\n" + claim + "\t|\tsomething else entirely",
+        "an id in capitals": f"see {x.id.upper()} for the retry",
+    }
+    for what, text in variants.items():
+        with pytest.raises(EchoError, match=ctx.snapshot_id):
+            _answer(w, text)
+            pytest.fail(f"{what} was recorded as evidence")
+    _answer(w, "die Brücke war gesperrt, die Straße nicht")  # new words: evidence
+
+
+def test_a_context_of_hits_read_as_of_now_leaves_out_a_replaced_task_state(w):
+    """Hits of task states alone are read as of now: a revision that a later one of its
+    task replaced since the search is not rendered as active (the search would remove it
+    as superseded); the latest revision still is."""
+    old = w.mem.save_task_state(w.scope, TaskStateIn(task_id="deploy", goal="deploy rollback drafted"))
+    hits = list(w.search("deploy rollback").hits)
+    assert [h.memory_id for h in hits] == [old.id]
+    new = w.mem.save_task_state(w.scope, TaskStateIn(task_id="deploy", goal="deploy rollback done"))
+    ctx = w.mem.build_context(w.scope, task_id="T", memories=hits, token_budget=4000)
+    assert ctx.included == () and "drafted" not in ctx.rendered
+    latest = w.mem.build_context(w.scope, task_id="T", memories=list(w.search("deploy rollback").hits),
+                                 token_budget=4000)
+    assert [i.memory_id for i in latest.included] == [new.id]
+
+
+def test_a_different_write_under_a_candidates_event_id_is_refused_not_dropped(w):
+    """A live experience re-sent under its event id with other content is refused
+    (InputError); a candidate's is silently answered with the first write's candidate."""
+    first = w.mem.remember_experience(w.scope, ExperienceIn(
+        trigger="deploy failed", outcome="rolled back", event_id="ev-1"))
+    assert first.status == "candidate"
+    with pytest.raises(InputError, match="different content"):
+        w.mem.remember_experience(w.scope, ExperienceIn(
+            trigger="deploy failed", outcome="restarted the pods", event_id="ev-1"))

@@ -92,9 +92,9 @@ def test_a_read_refuses_a_time_outside_the_years_1_to_9999_in_utc_before_any_que
     calls = {"as_of": lambda m: m.as_of(Scope(tenant="t"), entity="e", attribute="a", cutoff=early),
              "screen": lambda m: m.screen(Scope(tenant="t"), attribute="a", frame="CY2024Q3", cutoff=early),
              "search": lambda m: m.search(Scope(tenant="t"), text="x", known_at=early)}
-    with Memory.connect("bolt://127.0.0.1:9") as offline:  # nothing listens there: no query is sent
-        with pytest.raises(InputError, match="outside the years 1 to 9999 in UTC"):
-            calls[read](offline)
+    with (Memory.connect("bolt://127.0.0.1:9") as offline,  # nothing listens there: no query is sent
+          pytest.raises(InputError, match="outside the years 1 to 9999 in UTC")):
+        calls[read](offline)
 
 
 def test_a_week_without_its_day_is_refused_and_a_datetime_keeps_its_time():
