@@ -141,7 +141,8 @@ class _File:
         out = list(row)
         for n in self._arrays:
             out[n] = _array(row[n], self.layout, n)
-        return ",".join([_field(v, self.layout, n) for n, v in enumerate(out)]) + "\n"
+        return ",".join(['"' + v.replace('"', '""') + '"' if type(v) is str else _field(v, self.layout, n)
+                         for n, v in enumerate(out)]) + "\n"  # text, most fields, without a call
 
     def close(self) -> None:
         self.flush()

@@ -193,7 +193,7 @@ def digest(*parts: Any, prefix: str = "", size: int = 24) -> str:
     directly, with the escaper ``json.dumps`` itself uses: the same bytes, a few times
     faster. Any other part takes ``json.dumps``.
     """
-    encoded = [_json_part(p) for p in parts]
+    encoded = [encode_basestring(p) if type(p) is str else _json_part(p) for p in parts]  # text: no call
     if None in encoded:
         payload = json.dumps(parts, default=_iso, separators=(",", ":"), ensure_ascii=False)
     else:
