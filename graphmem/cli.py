@@ -852,7 +852,8 @@ def mcp(transport: str, host: str, port: int, tokens: Path | None, actor: str, r
 
 @main.command("ui")
 @click.option("--host", default="127.0.0.1", show_default=True, help="The address to bind (loopback by default).")
-@click.option("--port", type=int, default=8765, show_default=True)
+@click.option("--port", type=int, default=8766, show_default=True,
+              help="The port (the MCP server's HTTP default is 8765: both can run with defaults).")
 @click.option("--tokens", type=click.Path(exists=True, dir_okay=False, path_type=Path), envvar="GRAPHMEM_UI_TOKENS",
               help="TOML file mapping each bearer token to one scope (as for `graphmem mcp`); required off loopback.")
 @_scoped

@@ -130,8 +130,9 @@ def parse_time(text: str | None, name: str) -> dt.datetime | None:
         raise InputError(name, f"{text!r} is a week; name its day (e.g. {text}-7) or a date")
     try:
         value = _day_end(text) or dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise InputError(name, f"not an ISO date or datetime: {text!r}") from exc
+    except ValueError as exc:  # for a date's shape, Python's reason says what is wrong with it
+        why = f" ({exc})" if re.match(r"\d{4}-?\d{2}-?\d{2}", text) and "isoformat" not in str(exc) else ""
+        raise InputError(name, f"not an ISO date or datetime: {text!r}{why}") from exc
     return aware_utc(name, value if value.tzinfo else value.replace(tzinfo=dt.UTC))
 
 

@@ -380,7 +380,8 @@ def _read_facts(doc: Document, spool: Spool, sink: Sink | None) -> _Read:
         if zeros is not None:
             filing.zeros[unit][zeros] += 1
     if "facts" not in top:
-        raise InputError(file, "missing key 'facts'")
+        raise InputError(file, "missing key 'facts'" + ("; it looks like a submissions file (it has 'filings'): "
+                                                         "give it as the submissions" if "filings" in top else ""))
     if "cik" not in top:
         raise InputError(file, "missing key 'cik'")
     cik = _cik(top["cik"], f"{file}: cik")

@@ -49,3 +49,12 @@ def test_output_into_a_closed_pipe_ends_quietly(migrated):
     proc.stdout.close()
     _, err = proc.communicate(timeout=120)
     assert err == "" and proc.returncode == 1, err
+
+
+def test_the_web_view_and_the_mcp_server_both_run_with_their_default_ports():
+    from graphmem.cli import main
+
+    def port(command: str) -> int:
+        return next(p.default for p in main.commands[command].params if p.name == "port")
+
+    assert port("ui") != port("mcp")

@@ -147,7 +147,7 @@ def test_the_panel_command_writes_parquet(world, migrated, tmp_path):
     out = tmp_path / "panel.parquet"
     done = CliRunner().invoke(main, [*args, "--format", "parquet", "--out", str(out), "--first-reported"],
                               env=environ)
-    assert done.exit_code == 0, done.output
+    assert (done.exit_code, done.output) == (0, f"wrote {out}\n")
     table = pq.read_table(out)
     assert table.schema.field("value").type == pa.decimal128(38, 10)
     # two quarter ends: 2024-09-30 (cik:1's Q2 only) and 2024-12-31 (both, both frames)
@@ -155,6 +155,13 @@ def test_the_panel_command_writes_parquet(world, migrated, tmp_path):
     assert Decimal("100.125") in table.column("value").to_pylist()
     pairs = zip(table.column("first_value").to_pylist(), table.column("value").to_pylist(), strict=True)
     assert all(first == value for first, value in pairs if value is not None)  # nothing restated
+    # mistakes: one line naming the option (exit 2), before anything is read or written
+    for extra, said in ((["--format", "parquet", "--out", str(tmp_path / "absent" / "p.parquet")],
+                         f"--out: {tmp_path / 'absent' / 'p.parquet'}: no such folder: {tmp_path / 'absent'}"),
+                        (["--latest", "quarter"],
+                         "--frames: give exactly one of --frames (e.g. CY2024Q3) or --latest")):
+        done = CliRunner().invoke(main, [*args, *extra], env=environ)
+        assert (done.exit_code, done.stderr) == (2, f"graphmem: error: {said}\n"), done.output
 
 
 def test_cutoff_and_frame_ranges():

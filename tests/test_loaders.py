@@ -353,6 +353,12 @@ def _refused(mem, scope, path: Path, where: str, reason: str) -> None:
     assert counts(mem, scope) == EMPTY
 
 
+def test_a_submissions_file_given_as_companyfacts_is_named_as_such(mem, scope):
+    with pytest.raises(InputError, match="missing key 'facts'; it looks like a submissions file"):
+        sec.load(mem, scope, TESLA_SUBMISSIONS)
+    assert counts(mem, scope) == EMPTY
+
+
 def test_bad_json_raises_and_writes_nothing(mem, scope, tmp_path):
     path = tmp_path / "truncated.json"
     path.write_text(LPA.read_text()[:5000])

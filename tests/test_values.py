@@ -97,6 +97,14 @@ def test_a_read_refuses_a_time_outside_the_years_1_to_9999_in_utc_before_any_que
         calls[read](offline)
 
 
+def test_a_date_of_the_right_shape_that_is_no_day_says_why():
+    with pytest.raises(InputError, match=r"'2016-02-30' \(day is out of range for month\)"):
+        parse_time("2016-02-30", "cutoff")
+    with pytest.raises(InputError) as info:
+        parse_time("yesterday", "cutoff")
+    assert info.value.reason == "not an ISO date or datetime: 'yesterday'"
+
+
 def test_a_week_without_its_day_is_refused_and_a_datetime_keeps_its_time():
     with pytest.raises(InputError, match="cutoff.*week"):
         parse_time("2024-W01", "cutoff")

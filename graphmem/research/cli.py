@@ -120,6 +120,7 @@ def emit(panel: Panel, fmt: str, out: Path | None) -> None:
         from .frames import write_parquet
 
         write_parquet(panel, out)
+        click.echo(f"wrote {out}")
         return
     if fmt == "json":
         text = panel.model_dump_json(indent=2)
@@ -139,6 +140,15 @@ def emit(panel: Panel, fmt: str, out: Path | None) -> None:
         sys.stdout.write(text)
     else:
         out.write_text(text, encoding="utf-8")
+        click.echo(f"wrote {out}")
+
+
+def _in_a_folder(ctx: click.Context, param: click.Parameter, path: Path | None) -> Path | None:
+    """graphmem.cli's check of a file an option writes (imported when used: that module
+    registers this one's command at its end)."""
+    from ..cli import _in_a_folder as check
+
+    return check(ctx, param, path)
 
 
 @click.command("panel")
@@ -160,9 +170,11 @@ def emit(panel: Panel, fmt: str, out: Path | None) -> None:
 @click.option("--first-reported", is_flag=True, help="Add each cell's value as first reported and a restated flag.")
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "parquet", "json"]), default="table",
               show_default=True)
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write here (required for parquet).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), callback=_in_a_folder,
+              help="Write here (required for parquet).")
 @click.option("--scope", "scope_keys", multiple=True, metavar="KEY=VALUE", help="Scope keys beside the tenant.")
-@click.option("--tenant", envvar="GRAPHMEM_TENANT", default="default", show_default=True)
+@click.option("--tenant", envvar="GRAPHMEM_TENANT", default="default", show_default=True,
+              help="Tenant ($GRAPHMEM_TENANT).")
 def panel_cmd(attribute: str | None, item: str | None, family_file: Path | None, frames_text: str | None,
               latest: str | None, cutoffs_text: str,
               known_at: str | None, entities_file: Path | None, unit: str | None, first_reported: bool, record: bool,
@@ -173,6 +185,8 @@ def panel_cmd(attribute: str | None, item: str | None, family_file: Path | None,
 
     if (attribute is None) == (item is None):
         raise InputError("--attribute", "give exactly one of --attribute or --item")
+    if (frames_text is None) == (latest is None):
+        raise InputError("--frames", "give exactly one of --frames (e.g. CY2024Q3) or --latest")
     asked: Any = attribute if item is None else lineitems.load(family_file)[item]
     if record and (item is None or known_at is not None):
         raise InputError("--record", "records a line item's panel (--item) read as of now (no --known-at)")

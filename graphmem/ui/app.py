@@ -158,7 +158,7 @@ def allowed_hosts(host: str) -> tuple[str, ...] | None:
 
 
 def serve(memory: Memory, *, scope: Scope, tokens: Path | None, host: str = "127.0.0.1",
-          port: int = 8765) -> None:
+          port: int = 8766) -> None:
     """Run the view until the process ends: ``scope`` on loopback, or each token's scope.
     Off loopback the token cookie is marked Secure: terminate TLS in front (a reverse
     proxy), since this server speaks plain HTTP."""
