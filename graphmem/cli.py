@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -600,7 +601,8 @@ def _bootstrap(load: Any, home: Path | None, port: int, replace: bool, password:
                                    "import_args": str(files.folder / "import.args")}
         done = (f"wrote the importer's input to {files.folder} ({sum(files.rows.values())} rows); import it with "
                 f"`neo4j-admin database import full neo4j --overwrite-destination=true "
-                f"@{csv_root or files.folder}/import.args`, start the database, then run `graphmem bootstrap finish`")
+                f"{shlex.quote(f'@{csv_root or files.folder}/import.args')}`, start the database, then run "
+                "`graphmem bootstrap finish`")
     else:
         cfg = _config(home, port, heap=heap, pagecache=pagecache, password=password)
         loaded, report = offline.bootstrap(cfg, load, replace=replace, keep=keep_work,

@@ -23,7 +23,8 @@
 
 Until step 5 nothing of the target is touched, so a failure (bad input, the importer,
 a migration, a kill) leaves the old database where it was, serving as before; the
-staging folder is removed (``keep=True`` keeps it, for a look at the CSV files). Step 5
+staging folder is removed (``keep=True`` keeps it, for a look at the CSV files; a swap
+interrupted by an exception leaves it to the next command, which completes the swap). Step 5
 is journaled (graphmem.swap): after a kill in it, the next command that touches the home
 serves the old database or the whole new one, and says which. A first bootstrap takes
 the same route with no old database: a kill before its swap leaves the home without one.
@@ -158,8 +159,13 @@ def run_importer(data_dir: Path, files: ImportInput, *, heap: str = "1g", off_he
                  threads: int | None = None, log: Path | None = None) -> float:
     """``neo4j-admin database import full`` into ``data_dir`` (a launcher's data
     directory: the store of database ``neo4j`` goes to ``data_dir/data/databases``);
-    return the importer JVM's peak resident memory in MB."""
+    return the importer JVM's peak resident memory in MB.
+
+    The importer runs in the input's folder and is given the files' names alone: it
+    splits a list of files at commas, so a home with a comma in its path would name
+    files that are not there (its other paths are made absolute for that)."""
     jar = srv.build()
+    data_dir = data_dir.absolute()
     conf = data_dir.parent / (data_dir.name + "-conf")
     conf.mkdir(parents=True, exist_ok=True)
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -168,12 +174,12 @@ def run_importer(data_dir: Path, files: ImportInput, *, heap: str = "1g", off_he
            # the database first: an option naming files takes every word after it
            "database", "import", "full", "neo4j", "--verbose", "--overwrite-destination=true",
            f"--max-off-heap-memory={off_heap}", f"--report-file={data_dir.parent / 'import.report'}",
-           *([f"--threads={threads}"] if threads else []), *files.import_args()]
+           *([f"--threads={threads}"] if threads else []), *files.import_args(".")]
     env = {**os.environ, "NEO4J_HOME": str(data_dir), "NEO4J_CONF": str(conf)}
     pid_file = data_dir.parent / swap.IMPORTER_PID  # for the next run, should it outlive a kill of this one
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                preexec_fn=srv.tied())
+                                cwd=files.folder, preexec_fn=srv.tied())
         pid_file.write_text(str(proc.pid))
         swap.checkpoint("import")
         _, status, usage = os.wait4(proc.pid, 0)
@@ -288,8 +294,15 @@ def export(folder: Path, load: Callable[[Build], T], *, root: str | None = None,
         probing.close()
         shutil.rmtree(work, ignore_errors=True)
     (files.folder / "import.args").write_text(
-        "\n".join(files.import_args(f"{root.rstrip('/')}" if root else None)) + "\n")
+        "\n".join(map(_quoted, files.import_args(f"{root.rstrip('/')}" if root else None))) + "\n")
     return result, totals, files
+
+
+def _quoted(arg: str) -> str:
+    """``arg`` as a line of neo4j-admin's ``@`` file, which splits lines at spaces and
+    ends them at a ``#`` unless quoted: in double quotes, its own quotes and
+    backslashes escaped (so a folder with a space in its path stays one argument)."""
+    return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def bootstrap(cfg: srv.ServerConfig, load: Callable[[Build], T], *, replace: bool = False,
@@ -318,8 +331,8 @@ def bootstrap(cfg: srv.ServerConfig, load: Callable[[Build], T], *, replace: boo
         finally:
             if keep:
                 (staging / swap.KEPT_WORK).touch()
-            else:
-                shutil.rmtree(staging, ignore_errors=True)
+            elif not (cfg.home / swap.JOURNAL).exists():  # else it names the new database in there (an
+                shutil.rmtree(staging, ignore_errors=True)  # interrupted swap): the next command completes it
     report.seconds["total"] = time.monotonic() - started
     return result, report
 
