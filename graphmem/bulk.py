@@ -366,7 +366,7 @@ class Build:
         false: a part's are its whole build's to write) the tenant clocks; close the
         spool. The clock written never runs ahead of the real one: parts reserve time on
         it faster than it passes when they have nothing to write, so this waits for it
-        (a few milliseconds a company at most)."""
+        (at most 66 ms a company, loaders/bootstrap.STRIDE)."""
         self.flush()
         for uid, scope_id, entity_id, name, kind, aliases, recorded_at in self._db.execute(
                 "SELECT uid, scope, id, name, kind, aliases, recorded_at FROM entities WHERE part = 0"):

@@ -17,7 +17,7 @@ from graphmem.db import Tx
 from graphmem.errors import InputError
 from graphmem.facts import scope_params
 from graphmem.memory import Memory, record_args, record_in, record_label
-from graphmem.models import FactIn, Scope, Source, WriteReport
+from graphmem.models import FactIn, Scope, Source, SourceRecord, WriteReport
 
 # ------------------------------------------------------------------ units
 
@@ -90,7 +90,7 @@ class LoadReport(BaseModel):
     quarantined_filings: list[str] = Field(default_factory=list)
     case_variants: list[str] = Field(default_factory=list)
     missing_pages: list[str] = Field(default_factory=list)
-    cited_as_recorded: list[str] = Field(default_factory=list)  # sources another load recorded (kpi)
+    cited_as_recorded: list[str] = Field(default_factory=list)  # filings an earlier load recorded: as_recorded
     rules: dict[str, int] = Field(default_factory=dict)
     seconds: float = 0.0
 
@@ -205,6 +205,29 @@ def universe_progress(companies: int, enabled: bool | None = None):
 
 
 # ------------------------------------------------------------------ the write
+
+
+def as_recorded(source: Source, recorded: SourceRecord | None, report: LoadReport) -> Source:
+    """``source``, or the same filing as an earlier load recorded it - the same id,
+    accession, publisher, form and authority, recorded with other fields (another
+    loader's title and meta, a time learned later) - noted in ``report.cited_as_recorded``.
+    Sources are immutable, and the rows are the same filing's: they cite it as recorded
+    (its time too), so that its withdrawal reaches them, rather than failing the filing
+    or recording a second source of it. Anything else recorded under the id is left to
+    the write, which refuses it."""
+    accession = source.meta.get("accession")
+    if recorded is None or recorded.erased or accession is None:
+        return source
+    kept = Source.model_validate(recorded.model_dump(include=set(Source.model_fields)))
+    if _filing(kept) != _filing(source) or kept == source:
+        return source
+    report.cited_as_recorded.append(source.id)
+    return kept
+
+
+def _filing(source: Source) -> tuple[Any, ...]:
+    """What makes two sources the same filing, whatever else they say of it."""
+    return source.publisher_id, source.kind, source.authority, source.meta.get("accession")
 
 
 def write_filing(

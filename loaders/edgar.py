@@ -24,6 +24,11 @@ uri, cik); the next company's Source for it gets the id ``<accession>:cik:<CIK>`
 supersedes its own figures. Which company keeps the bare accession depends on the order
 of loading (a universe loads in CIK order).
 
+A filing of the company recorded before with other fields - by a KPI table, or by a load
+that did not know its acceptance time - is cited as recorded (``_common.as_recorded``,
+the same lookup): its rows stand on that one source, and the report lists it
+(``cited_as_recorded``).
+
 A mark only saves work: the write path's idempotency stays the safety net (a filing
 written twice changes nothing), and ``resume=False`` writes every filing again through
 it. A company whose files are not companyfacts JSON, or whose filing is refused, fails
@@ -51,13 +56,13 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from graphmem.errors import InputError
-from graphmem.facts import scope_params, source_uid
+from graphmem.facts import scope_params, source_uid, to_source_record
 from graphmem.memory import Memory
-from graphmem.models import Entity, FactIn, Scope, Source, WriteReport
+from graphmem.models import Entity, FactIn, Scope, Source, SourceRecord, WriteReport
 from graphmem.values import digest
 
 from . import sec
-from ._common import LoadReport, universe_progress, write_filing
+from ._common import LoadReport, as_recorded, universe_progress, write_filing
 from .quarantine import Sink
 from .spool import clean_stale
 from .universe import Company, Document, Skipped
@@ -127,6 +132,9 @@ class Store(Protocol):
     def publishers(self, scope: Scope, uids: list[str]) -> dict[str, str]:
         """The publisher of each of these sources that is recorded, by source uid."""
 
+    def recorded(self, scope: Scope, uids: list[str]) -> dict[str, SourceRecord]:
+        """These sources as recorded, by source uid (those that are)."""
+
     def put_entity(self, scope: Scope, entity: Entity) -> None: ...
 
     def write_filing(self, scope: Scope, source: Source, items: list[FactIn], where: str,
@@ -153,8 +161,11 @@ class Online:
         return self.mem.db.read_all("load.marks", uids=uids, tenant=scope.tenant, scope=scope.id)
 
     def publishers(self, scope: Scope, uids: list[str]) -> dict[str, str]:
+        return {uid: s.publisher_id for uid, s in self.recorded(scope, uids).items()}
+
+    def recorded(self, scope: Scope, uids: list[str]) -> dict[str, SourceRecord]:
         rows = self.mem.db.read_all("source.get_many", uids=uids, tenant=scope.tenant, scope=scope.id)
-        return {r["uid"]: r["publisher"] for r in rows}
+        return {r["uid"]: to_source_record(r) for r in rows}
 
     def put_entity(self, scope: Scope, entity: Entity) -> None:
         self.mem.put_entity(scope, entity)
@@ -251,9 +262,12 @@ def _write(store: Store, scope: Scope, facts: sec.CompanyFacts, report: CompanyR
     recorded = {ident.rpartition("/")[2]: m["digest"] for (kind, ident), m in marks.items() if kind == "filing"}
     store.put_entity(scope, facts.entity)
     report.entities = 1
-    for batch in facts.batches(recorded, _shared(store, scope, facts)):
+    shared = _shared(store, scope, facts)
+    earlier = store.recorded(scope, [source_uid(scope, facts.source_id(a, shared)) for a in facts.accessions])
+    for batch in facts.batches(recorded, shared):
         report.sources += 1
-        report.add_rule(batch.source.meta["available_by_rule"])
+        source = as_recorded(batch.source, earlier.get(source_uid(scope, batch.source.id)), report)
+        report.add_rule(source.meta.get("available_by_rule", "as recorded"))
         report.rerounded += batch.rerounded
         report.add_quarantined(batch.quarantined)
         if batch.recorded:
@@ -263,7 +277,7 @@ def _write(store: Store, scope: Scope, facts: sec.CompanyFacts, report: CompanyR
             ident = _filing_mark(facts.entity.id, batch.source.meta["accession"])
             mark = {"uid": _mark_uid(scope, "filing", ident), "kind": "filing", "id": ident,
                     "digest": batch.digest, "report": None}
-            result = store.write_filing(scope, batch.source, batch.items, where, mark)
+            result = store.write_filing(scope, source, batch.items, where, mark)
             report.sources_recorded += result.sources_recorded
             report.assertions += len(batch.items) - batch.duplicates
             report.duplicates += batch.duplicates

@@ -33,12 +33,11 @@ distinction; a later document of the company for the same key supersedes either 
 
 A filing already recorded in the scope by another load (``load companyfacts`` or
 ``load edgar``: the same id, accession, publisher, form and authority, recorded with the
-SEC loader's title, meta and time) is cited as it was recorded: sources are immutable,
-and the table's rows are the same filing's figures, so a retraction of that filing
-reaches them too (lineage, ``impact``). Their available_by is then the recorded one, and
-the table's basis and notes for that source are not stored; the report lists such
-sources under ``cited_as_recorded``. The other way round - a KPI table first, then the
-company's filings - the filings loader refuses the source (recorded with other fields).
+SEC loader's title, meta and time) is cited as it was recorded (``_common.as_recorded``;
+the filings loaders do the same the other way round): the table's rows are the same
+filing's figures, so a retraction of that filing reaches them too (lineage, ``impact``).
+Their available_by is then the recorded one, and the table's basis and notes for that
+source are not stored; the report lists such sources under ``cited_as_recorded``.
 
 Errors and transactions as for :mod:`.sec`: the whole table is checked first (the
 file's size, its header - every column present, no column named twice, not even in
@@ -63,7 +62,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 from graphmem import limits
 from graphmem.errors import InputError
@@ -71,7 +69,7 @@ from graphmem.memory import Memory
 from graphmem.models import Authority, Entity, FactIn, Period, Scope, Source
 
 from . import availability as av
-from ._common import LoadReport, check_unit, progress, write_filing
+from ._common import LoadReport, as_recorded, check_unit, progress, write_filing
 from .sec import entity_id, filing_uri
 
 __all__ = ["BASES", "COLUMNS", "load"]
@@ -218,26 +216,6 @@ def _source(source_id: str, group: list[tuple[int, dict[str, str], FactIn]],
         )
 
 
-def _as_recorded(mem: Memory, scope: Scope, source: Source, report: LoadReport) -> Source:
-    """``source``, or the same filing as another load recorded it (see the module
-    docstring), noted in ``report``. A source recorded under its id that is not the same
-    filing (another publisher, form or accession) is left to the write, which refuses it."""
-    recorded = mem.source(scope, source.id)
-    accession = source.meta.get("accession")
-    if recorded is None or recorded.erased or accession is None:
-        return source
-    as_recorded = Source.model_validate(recorded.model_dump(include=set(Source.model_fields)))
-    if _filing(as_recorded) != _filing(source) or as_recorded == source:
-        return source
-    report.cited_as_recorded.append(source.id)
-    return as_recorded
-
-
-def _filing(source: Source) -> tuple[Any, ...]:
-    """What makes two sources the same filing, whatever else they say of it."""
-    return source.publisher_id, source.kind, source.authority, source.meta.get("accession")
-
-
 @contextmanager
 def _named(where: str) -> Iterator[None]:
     """A model's InputError (a bound, a field) located in the file, row and concept."""
@@ -268,7 +246,7 @@ def load(
             when = av.filed_end_of_day(first["filed"], f"{where}: filed")
         plan.append((_source(source_id, group, when, where), [f for _, _, f in group]))
     report = LoadReport(file=file, rows=len(rows))
-    plan = [(_as_recorded(mem, scope, source, report), items) for source, items in plan]
+    plan = [(as_recorded(source, mem.source(scope, source.id), report), items) for source, items in plan]
     plan.sort(key=lambda p: (p[0].available_by, p[0].id))
 
     for entity in entities.values():

@@ -403,22 +403,46 @@ def test_an_acceptance_time_outside_the_years_of_a_datetime_is_quarantined(mem, 
     assert report.assertions == 768 and report.rules == {"filed-end-of-day": 3}
 
 
-def test_a_changed_filing_time_is_refused_naming_the_accession(mem, scope, tmp_path):
-    """Sources are immutable: learning an acceptance time after a filed-date load is an
-    error naming the file and accession, not a silent second source."""
+def test_a_filing_time_learned_later_keeps_the_one_recorded(mem, scope, tmp_path):
+    """Sources are immutable: an acceptance time learned after a filed-date load does not
+    change the filing (no second source of it either); the load cites the filing as
+    recorded and says so, and its other filings still load (refusing the company would
+    have kept every later filing of it out of this scope)."""
+    accession = "0001997711-25-000030"
     sec.load(mem, scope, LPA)
+    filed = source(mem, scope, accession)
     before = counts(mem, scope)
     subs = tmp_path / "submissions-lpa.json"
     subs.write_text(json.dumps({"cik": "1997711", "tickers": ["LPA"], "filings": {"recent": {
-        "accessionNumber": ["0001997711-25-000030"],
-        "acceptanceDateTime": ["2025-04-02T16:05:00.000Z"]}}}))
-    with pytest.raises(InputError, match="accession 0001997711-25-000030.*immutable") as info:
-        sec.load(mem, scope, LPA, subs)
-    assert str(LPA) in str(info.value)
-    # both times named, and no advice to retract it (a retraction does not free an id)
-    assert "as recorded, 2025-04-02T16:05:00+00:00 now" in str(info.value)
-    assert "retract" not in str(info.value)
+        "accessionNumber": [accession], "acceptanceDateTime": ["2025-04-02T16:05:00.000Z"]}}}))
+    again = sec.load(mem, scope, LPA, subs)
+    assert again.cited_as_recorded == [accession]
+    assert again.versions_created == again.evidence_added == 0
+    assert source(mem, scope, accession) == filed  # the filed day's end, as recorded
+    assert filed["meta"]["available_by_rule"] == "filed-end-of-day"
     assert counts(mem, scope) == before
+
+
+def test_filings_load_after_a_kpi_table_that_named_them(mem, scope, tmp_path):
+    """The other order of the flagship's two loads: a KPI table recorded PayPal's 10-Q
+    first (its filed day's end, its document's title); the companyfacts rows cite it as
+    recorded, so the table's figures and the filing's stand on one source."""
+    kpi.load(mem, scope, KPI)
+    accession = "0001633917-25-000064"
+    table = source(mem, scope, accession)
+    facts = tmp_path / "companyfacts-pypl.json"
+    facts.write_text(json.dumps({"cik": 1633917, "entityName": "PayPal Holdings, Inc.", "facts": {"us-gaap": {
+        "Revenues": {"units": {"USD": [{"start": "2025-01-01", "end": "2025-03-31", "val": 7791000000,
+                                        "accn": accession, "fy": 2025, "fp": "Q1", "form": "10-Q",
+                                        "filed": "2025-04-29"}]}}}}}))
+    loaded = sec.load(mem, scope, facts)
+    assert loaded.cited_as_recorded == [accession] and loaded.versions_created == 1
+    assert source(mem, scope, accession) == table
+    revenue = mem.as_of(scope, entity="cik:1633917", attribute="us-gaap:Revenues",
+                        period=Period(start=dt.date(2025, 1, 1), end=dt.date(2025, 3, 31)),
+                        cutoff=dt.datetime(2026, 1, 1, tzinfo=UTC))
+    assert [e.source_id for e in revenue.version.sources] == [accession]
+    assert revenue.version.available_by == table["available_by"]
 
 
 # ---------------------------------------------------------------- KPI table
