@@ -330,6 +330,23 @@ def test_a_view_is_read_only(store):
     assert info.value.where == "delete"
 
 
+def test_a_view_time_outside_the_years_a_datetime_holds_is_refused_by_name(store):
+    """A cutoff or known_at whose UTC falls outside the years 1 to 9999 (the start of year 1
+    east of Greenwich, the end of 9999 west of it) is an InputError naming it, as in every
+    graphmem read, not an OverflowError; so is a naive one."""
+    early = dt.datetime(1, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=1)))
+    late = dt.datetime(9999, 12, 31, 23, tzinfo=dt.timezone(dt.timedelta(hours=-5)))
+    for kwargs, where in (({"cutoff": early}, "cutoff"), ({"cutoff": late}, "cutoff"),
+                          ({"cutoff": now(), "known_at": late}, "known_at"),
+                          ({"cutoff": dt.datetime(2024, 1, 1)}, "cutoff"),
+                          ({"cutoff": now(), "known_at": dt.datetime(2024, 1, 1)}, "known_at")):
+        with pytest.raises(InputError) as info:
+            store.as_of(**kwargs)
+        assert info.value.where == where, kwargs
+    edge = dt.datetime(9999, 12, 31, 23, tzinfo=dt.UTC)
+    assert store.as_of(cutoff=edge).get(("a",), "k") is None  # the last hour still reads
+
+
 def test_search_ranks_by_text_and_filters_before_the_limit(store):
     for i in range(6):
         store.put(("notes", "u1"), f"n{i}", {"text": f"user likes pizza number {i}", "i": i})
@@ -347,6 +364,20 @@ def test_search_ranks_by_text_and_filters_before_the_limit(store):
     assert len(store.search(("notes", "u1"), query="the", limit=100)) == 7
     with pytest.raises(InputError, match="unknown operator"):
         store.search(("notes",), filter={"i": {"$in": [1]}})
+
+
+def test_query_pages_are_slices_of_one_order_when_scores_tie(store):
+    """Items of equal text score (one batch: one time, one text) are ordered by key; a page
+    is the slice of that order, never the items graphmem's own tie-break (its key uids)
+    cut at offset + limit: paging by one shows every item once."""
+    store.batch([PutOp(("notes",), f"k{i}", {"text": "pizza"}) for i in range(6)])
+    whole = store.search(("notes",), query="pizza")
+    assert [i.key for i in whole] == [f"k{i}" for i in range(6)]
+    assert len({i.score for i in whole}) == 1
+    for offset in range(6):
+        for limit in (1, 2, 4):
+            page = store.search(("notes",), query="pizza", offset=offset, limit=limit)
+            assert page == whole[offset:offset + limit], (offset, limit)
 
 
 def test_a_query_over_graphmems_word_bound_is_refused_not_taken_for_no_query(mem, store):

@@ -714,6 +714,32 @@ def test_the_tokens_file_is_checked_before_the_server_starts(tmp_path):
     assert result.exit_code == 2 and "tokens file" in result.output  # a usage error
 
 
+def test_a_token_the_file_takes_is_one_a_client_can_present(mem, tmp_path):
+    """A bearer token travels in an HTTP header, which the server reads as Latin-1 and trims:
+    a token with a character outside visible ASCII (sent as UTF-8) or with a space at an
+    end would be refused on every request. The tokens file refuses it, naming it, and a
+    token of visible ASCII (punctuation included) opens a session over HTTP."""
+    listed = tmp_path / "tokens.toml"
+    for token in ("pässwörd-0123456789", "0123456789abcdef ", "0123456789\tabcdef"):
+        listed.write_text(f'[[tokens]]\ntoken = "{token}"\ntenant = "a"\n')
+        with pytest.raises(ValueError, match="token 1: token: visible ASCII only"):
+            TokenAccess.load(listed)
+    token = "!#$%&'*+-./0189:;<=>?@AZ[]^_`az{|}~"
+    listed.write_text(f'[[tokens]]\ntoken = "{token}"\ntenant = "a"\n')
+    app = build_server(mem, TokenAccess.load(listed), Grants(read_only=True)).streamable_http_app()
+
+    async def statuses(*presented: str) -> list[int]:
+        async with app.router.lifespan_context(app), httpx2.AsyncClient(
+                transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1:8765") as http:
+            return [(await http.post("/mcp", headers={
+                "Authorization": b"Bearer " + p.encode(), "Accept": "application/json, text/event-stream"},
+                json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+                     ).status_code for p in presented]
+
+    assert asyncio.run(statuses(token, token[:-1])) == [200, 401]
+
+
 def test_time_defaults_are_now(w, monkeypatch):
     """as_of without cutoff or known_at reads the present, in the read's own statement (no
     separate look at the server's clock); an explicit far cutoff agrees."""

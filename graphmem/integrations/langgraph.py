@@ -146,6 +146,7 @@ from ..limits import IDENTIFIER_BYTES, SCOPE_BYTES, SEARCH_LIMIT, SEARCH_TERMS, 
 from ..memory import Memory
 from ..models import Answer, Authority, Entity, FactIn, FactVersion, Period, Scope, Source
 from ..retrieval import Embedder, store
+from ..values import aware_utc
 
 PERIOD = Period(end=dt.date(1, 1, 1))
 DEFINITION = "langgraph item (JSON)"
@@ -364,13 +365,11 @@ class GraphmemStore(BaseStore):
     def as_of(self, *, cutoff: dt.datetime, known_at: dt.datetime | None = None) -> GraphmemStore:
         """A read-only view of this store at ``cutoff`` as recorded by ``known_at``
         (default: ``cutoff``, the store exactly as it stood then)."""
-        for name, value in (("cutoff", cutoff), ("known_at", known_at)):
-            if value is not None and (not isinstance(value, dt.datetime) or value.tzinfo is None):
-                raise InputError(name, "a timezone-aware datetime is required")
+        cutoff = aware_utc("cutoff", cutoff)  # a time outside the years 1 to 9999 in UTC: by name
         view = GraphmemStore(self._mem, tenant=self._tenant, scope=self._fixed, labels=self._names,
                              index=self._index)
-        view._cutoff = cutoff.astimezone(dt.UTC)
-        view._known_at = (known_at or cutoff).astimezone(dt.UTC)
+        view._cutoff = cutoff
+        view._known_at = cutoff if known_at is None else aware_utc("known_at", known_at)
         return view
 
     # ------------------------------------------------------------ mapping
@@ -532,16 +531,33 @@ class GraphmemStore(BaseStore):
                 ) -> list[SearchItem]:
         """Query hits of every namespace, best text score first (the query has a
         searchable word: ``_check_query`` and ``_search`` saw to it)."""
-        found = []
-        for namespace in namespaces:
-            result = self._mem.search(
-                self.scope_of(namespace), text=query, types=("fact",),
-                entity=self._entity(namespace), cutoff=self._cutoff, known_at=self._known_at,
-                limit=depth, match="any")
-            found += [_item(namespace, h.answer.attribute, h.answer, search=True, score=h.rank.text_score)
-                      for h in result.hits if h.answer is not None and _ours(h.answer)]
+        found = [item for namespace in namespaces for item in self._matching(namespace, query, depth)]
         found.sort(key=lambda i: (-(i.score or 0.0), -i.updated_at.timestamp(), i.namespace, i.key))
         return found
+
+    def _matching(self, namespace: tuple[str, ...], query: str, depth: int) -> list[SearchItem]:
+        """Hits of graphmem's full-text search that hold the namespace's best ``depth``
+        items in the store's order (text score, then ``updated_at``, then key).
+
+        graphmem breaks a tie of text scores by its own recency and then its key uids, so
+        its best ``depth`` hits need not be the store's best ``depth`` when scores tie at the
+        cut (items put in one batch with one text): a page would then repeat one item and
+        never show another. So the search asks for more hits until ``depth`` of them score
+        above the last one (every hit left out scores at most that), or none was left out;
+        at graphmem's limit of hits (``SEARCH_LIMIT``) it takes those."""
+        scope, asked = self.scope_of(namespace), min(SEARCH_LIMIT, depth + 1)
+        while True:
+            hits = self._mem.search(scope, text=query, types=("fact",), entity=self._entity(namespace),
+                                    cutoff=self._cutoff, known_at=self._known_at, limit=asked,
+                                    match="any").hits
+            items = [_item(namespace, h.answer.attribute, h.answer, search=True, score=h.rank.text_score)
+                     for h in hits if h.answer is not None and _ours(h.answer)]
+            if len(hits) < asked or asked == SEARCH_LIMIT:
+                return items
+            bound = hits[-1].rank.text_score
+            if sum(i.score is not None and i.score > bound for i in items) >= depth:
+                return items
+            asked = min(SEARCH_LIMIT, 8 * asked)
 
     def _similar(self, namespaces: list[tuple[str, ...]], query: str, depth: int
                  ) -> list[SearchItem]:

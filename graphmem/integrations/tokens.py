@@ -12,7 +12,9 @@ The tokens file is TOML::
 
 Tokens are compared by their SHA-256, so the file can hold hashes only
 (``printf %s "$TOKEN" | sha256sum``). At most 10,000 tokens; a token is 16 to 4,096
-characters.
+characters of visible ASCII (``!`` to ``~``): it travels in an HTTP header, which servers
+read as Latin-1 and trim of spaces, so a token with another character could never be
+presented as written, and would be refused on every request.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ..models import Scope
 MAX_TOKENS = 10_000
 TOKEN_LENGTH = (16, 4096)
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_VISIBLE_ASCII = re.compile(r"[!-~]+")
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,9 @@ def _entry(entry: Any, where: str) -> tuple[str, Caller]:
         if not isinstance(token, str) or not TOKEN_LENGTH[0] <= len(token) <= TOKEN_LENGTH[1]:
             raise InputError(where, f"token: a string of {TOKEN_LENGTH[0]} to {TOKEN_LENGTH[1]} "
                                     "characters")
+        if not _VISIBLE_ASCII.fullmatch(token):
+            raise InputError(where, "token: visible ASCII only (no spaces, no other characters): "
+                                    "it is sent in an HTTP header")
         hashed = digest(token)
     else:
         hashed = str(entry["token_sha256"]).lower()
