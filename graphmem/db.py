@@ -240,7 +240,7 @@ class Database:
         retrying = Retrying(
             retry=retry_if_exception(again),
             stop=stop_after_attempt(policy.attempts) | stop_after_delay(policy.seconds),
-            wait=wait_random_exponential(multiplier=policy.first_wait, max=policy.max_wait),
+            wait=_backoff(policy),
             before_sleep=lambda state: log.warning(
                 "%s: retry %d after %s", label, state.attempt_number,
                 describe(state.outcome.exception())),
@@ -326,6 +326,18 @@ class Database:
                 Tx(session, self.queries, 0).run(name, **params)
 
         self._attempts(name, True, 0, body)
+
+
+def _backoff(policy: RetryPolicy) -> Callable[[Any], float]:
+    """Jittered exponential backoff cut to what is left of ``policy.seconds``: the stop
+    condition is checked only after a try, so an uncut sleep (up to ``max_wait``) would
+    start a try after the policy's time has run out."""
+    jittered = wait_random_exponential(multiplier=policy.first_wait, max=policy.max_wait)
+
+    def wait(state: Any) -> float:
+        return max(0.0, min(jittered(state), policy.seconds - (state.seconds_since_start or 0.0)))
+
+    return wait
 
 
 def _failure(label: str, exc: Neo4jError | DriverError, idempotent: bool, timeout: float | None,

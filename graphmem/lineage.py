@@ -480,9 +480,11 @@ def _label(node: str, data: dict[str, Any]) -> str:
 
 
 def params_json(params: dict[str, Any]) -> str:
-    """A derivation's parameters as canonical JSON, at most ``limits.TEXT_BYTES``."""
+    """A derivation's parameters as canonical JSON, at most ``limits.TEXT_BYTES``: a value
+    JSON has no type for (a Decimal, a date) as its text; NaN or an infinity refused (no
+    JSON holds them: stored, they would make the record unreadable as JSON)."""
     try:
-        text = json.dumps(params, sort_keys=True, default=str)
+        text = json.dumps(params, sort_keys=True, default=str, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InputError("params", f"must be JSON-serialisable: {exc}") from exc
     return limits.check_text("params", text) or text

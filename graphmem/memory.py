@@ -90,6 +90,16 @@ def _derivation_args(where: str, d: Any) -> dict[str, Any]:
     return d
 
 
+def _derivation_inputs(inputs: Any) -> Any:
+    """``derive``'s inputs, each role's value an id or a list (tuple) of ids: anything else
+    was a TypeError (None, a number) or had its keys taken for ids (a dict)."""
+    for role, ids in inputs.items() if isinstance(inputs, dict) else ():
+        if not isinstance(ids, (str, list, tuple)):
+            raise InputError(f"inputs[{role!r}]", "a version id or a list of them is required, "
+                                                 f"got {type(ids).__name__}")
+    return inputs
+
+
 def _instance(name: str, value: Any, kind: type, *, optional: bool = False) -> Any:
     """An argument that must be a graphmem model (or None when ``optional``)."""
     if value is None and optional:
@@ -98,6 +108,25 @@ def _instance(name: str, value: Any, kind: type, *, optional: bool = False) -> A
         raise InputError(name, f"a graphmem.{kind.__name__} is required, got "
                                f"{type(value).__name__}")
     return value
+
+
+def _iterable(name: str, value: Any) -> Iterable[Any]:
+    """An argument that must be an iterable (its items are checked as they are taken):
+    None or a number would otherwise be a TypeError from inside the call."""
+    if not isinstance(value, Iterable):
+        raise InputError(name, f"an iterable is required, got {type(value).__name__}")
+    return value
+
+
+def _required_keys(keys: Any) -> tuple[str, ...]:
+    """``required_scope``: the scope key names every call must carry. A single string
+    would be taken letter by letter, and every call refused for keys nobody has."""
+    if isinstance(keys, str) or not isinstance(keys, Iterable):
+        raise InputError("required_scope", f"a tuple of scope key names is required, got {type(keys).__name__}")
+    names = tuple(keys)
+    for n, key in enumerate(names):
+        limits.check_id(f"required_scope[{n}]", key)
+    return names
 
 
 def _items(name: str, items: Iterable[Any], kind: type) -> Iterator[Any]:
@@ -151,7 +180,7 @@ def _report(result: facts.ChunkResult, rows: int) -> WriteReport:
 def record_args(sources: Iterable[Source], items: Iterable[FactIn]) -> tuple[list[Source], list[FactIn]]:
     """The sources and facts of one :meth:`Memory.record`, checked before any query: their
     types, and at most ``limits.RECORD_SOURCES`` and ``limits.RECORD_ITEMS`` of them."""
-    sources, items = list(sources), list(items)
+    sources, items = list(_iterable("sources", sources)), list(_iterable("items", items))
     limits.check_count("sources", len(sources), limits.RECORD_SOURCES)
     limits.check_count("items", len(items), limits.RECORD_ITEMS)
     return list(_items("sources", sources, Source)), list(_items("items", items, FactIn))
@@ -217,8 +246,9 @@ class Memory:
     ):
         # Always name the database: the driver then skips resolving the user's home
         # database before each session (a round trip on clusters and Aura).
-        self._db = Database(driver, database or "neo4j", retry, timeouts=timeouts)
-        self._required = tuple(required_scope)
+        self._db = Database(driver, database or "neo4j", _instance("retry", retry, RetryPolicy, optional=True),
+                            timeouts=_instance("timeouts", timeouts, Timeouts, optional=True))
+        self._required = _required_keys(required_scope)
         self._clock = clock
         self._chunk_size = limits.check_int("chunk_size", chunk_size, 1, limits.CHUNK_SIZE)
         # semantic and hybrid search (graphmem/retrieval): None keeps search full-text only
@@ -238,7 +268,11 @@ class Memory:
     ) -> Memory:
         """Connect to ``uri`` (``bolt://``, ``neo4j://`` for a cluster or Aura, ``+s`` for TLS)."""
         driver = neo4j.GraphDatabase.driver(uri, auth=auth, notifications_min_severity="OFF")
-        return cls(driver, database, **options)
+        try:
+            return cls(driver, database, **options)
+        except BaseException:  # an option refused: the caller never gets the driver to close
+            driver.close()
+            raise
 
     @classmethod
     def from_env(cls, **options: Any) -> Memory:
@@ -365,7 +399,7 @@ class Memory:
         """Assert many facts, ``chunk_size`` per transaction; a failed chunk leaves nothing."""
         scope = self.scope(scope)
         total = WriteReport()
-        for chunk in _chunks(_items("facts", items, FactIn), self._chunk_size):
+        for chunk in _chunks(_items("facts", _iterable("items", items), FactIn), self._chunk_size):
             report = self.write(
                 scope, "assert_facts",
                 lambda tx, at, c=chunk, o=total.rows: _report(facts.write_facts(tx, scope, c, at, offset=o), len(c)),
@@ -802,7 +836,9 @@ class Memory:
         limits.check_id("method", method, limit=limits.NAME_BYTES)
         limits.check_id("method_version", method_version, limit=limits.NAME_BYTES)
         _instance("output", output, FactIn)
-        rows = lineage.normalise_inputs(inputs)
+        if not isinstance(params, dict):  # json.dumps would store None, a string or a list as well
+            raise InputError("params", f"a dict is required, got {type(params).__name__}")
+        rows = lineage.normalise_inputs(_derivation_inputs(inputs))
         return method, method_version, lineage.params_json(params), rows, output, cutoff
 
     @staticmethod
@@ -841,6 +877,8 @@ class Memory:
     ) -> lineage.ImpactReport:
         """What lies downstream of a source (as if retracted) or a version (as if invalid)."""
         scope = self.scope(scope)
+        if (source_id is None) == (version_id is None):  # before server_now, a query
+            raise InputError("impact", "give exactly one of source_id= or version_id=")
         limits.check_id("source_id", source_id, optional=True)
         limits.check_id("version_id", version_id, optional=True)
         limits.check_int("max_depth", max_depth, 0, limits.DEPTH, optional=True)
@@ -881,6 +919,8 @@ class Memory:
         """The lineage of a version as a ``networkx.DiGraph`` (edges from input to output)."""
         scope = self.scope(scope)
         limits.check_id("version_id", version_id)
+        if direction not in ("upstream", "downstream"):  # before server_now, a query
+            raise InputError("direction", f"must be 'upstream' or 'downstream', got {direction!r}")
         limits.check_int("max_depth", max_depth, 0, limits.DEPTH, optional=True)
         known_at = self._now() or self.server_now()
         return self._db.read(

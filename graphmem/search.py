@@ -193,6 +193,8 @@ def make_query(scope: Scope, *, text: str | None, match: str, types: Any, entity
                                  "(Memory(embedder=...) or search(embedder=...))")
     if match not in ("all", "any"):
         raise InputError("match", "must be 'all' or 'any'")
+    if types is not None and not isinstance(types, (str, list, tuple, set, frozenset)):
+        raise InputError("types", f"a memory type or a list of them is required, got {type(types).__name__}")
     types = tuple(MEMORY_TYPES if types is None else ([types] if isinstance(types, str)
                                                       else types))
     unknown = [t for t in types if t not in MEMORY_TYPES]
