@@ -17,8 +17,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import random
 import subprocess
 import sys
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,7 @@ from graphmem import (
     limits,
     values,
 )
+from graphmem.errors import UnavailableError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 KPI = FIXTURES / "kpi-pypl-shop.csv"
@@ -164,14 +167,24 @@ def test_values_just_inside_the_bounds_are_accepted():
 # ---------------------------------------------------------------- Memory's arguments
 
 
+DEAD = "bolt://127.0.0.1:9"  # nothing listens there
+
+
 @pytest.fixture
 def dead() -> Memory:
     """A Memory whose server does not exist: any query raises ServiceUnavailable."""
-    with Memory.connect("bolt://127.0.0.1:9", retry=RetryPolicy(attempts=1, seconds=1)) as m:
+    with Memory.connect(DEAD, retry=RetryPolicy(attempts=1, seconds=1)) as m:
         yield m
 
 
 S = Scope(tenant="t")
+
+
+def derive(m: Memory, **kw: Any) -> Any:
+    return m.derive(S, **{"method": "m", "method_version": "1", "params": {}, "inputs": {"x": "fv_x"},
+                          "output": fact(), **kw})
+
+
 CALL_BOUNDS = {  # a call with one argument past its bound -> the argument it names
     "as_of entity": (lambda m: m.as_of(S, entity=over(ID), attribute="a", cutoff=AT), "entity"),
     "as_of attribute": (lambda m: m.as_of(S, entity="e", attribute=over(ID), cutoff=AT),
@@ -235,6 +248,24 @@ CALL_BOUNDS = {  # a call with one argument past its bound -> the argument it na
     "record sources": (lambda m: m.record(S, sources=[source()] * (limits.RECORD_SOURCES + 1)),
                        "sources"),
     "put_entity type": (lambda m: m.put_entity(S, "acme"), "entity"),
+    # an argument of the wrong type: a TypeError from inside the call, or a write
+    "record items None": (lambda m: m.record(S, items=None), "items"),
+    "record items int": (lambda m: m.record(S, items=5), "items"),
+    "record sources None": (lambda m: m.record(S, sources=None), "sources"),
+    "assert_facts None": (lambda m: m.assert_facts(S, None), "items"),
+    "assert_facts int": (lambda m: m.assert_facts(S, 5), "items"),
+    "derive input None": (lambda m: derive(m, inputs={"x": None}), "inputs['x']"),
+    "derive input int": (lambda m: derive(m, inputs={"x": 5}), "inputs['x']"),
+    "derive input dict": (lambda m: derive(m, inputs={"x": {"fv_x": 1}}), "inputs['x']"),
+    "derive params None": (lambda m: derive(m, params=None), "params"),
+    "derive params str": (lambda m: derive(m, params="x"), "params"),
+    "derive params list": (lambda m: derive(m, params=[1, 2]), "params"),
+    "impact neither": (lambda m: m.impact(S), "impact"),
+    "impact both": (lambda m: m.impact(S, source_id="s", version_id="fv_x"), "impact"),
+    "lineage direction": (lambda m: m.lineage(S, "fv_x", direction="sideways"), "direction"),
+    "lineage direction int": (lambda m: m.lineage(S, "fv_x", direction=5), "direction"),
+    "derive params NaN": (lambda m: derive(m, params={"p": float("nan")}), "params"),  # no JSON holds it
+    "search types int": (lambda m: m.search(S, text="x", types=5), "types"),
 }
 
 
@@ -459,3 +490,38 @@ def test_an_empty_tenant_on_the_command_line_is_one_line(migrated):
                "--cutoff", "2024-01-01")
     assert run.returncode == 2  # a usage error, naming the option
     assert run.stderr.splitlines() == ["graphmem: error: --tenant: must be a non-empty string"]
+
+
+def test_an_iterable_argument_is_still_taken_lazily(dead):
+    """The iterable check does not consume a generator: its bad item is named by place."""
+    with pytest.raises(InputError) as info:
+        dead.assert_facts(S, (x for x in [fact(), "row"]))
+    assert info.value.where == "facts[1]"
+
+
+def test_no_retry_starts_after_the_policy_time():
+    """A transient fault is retried within ``RetryPolicy.seconds``: the backoff before
+    the last try is cut to what is left, never slept past it (seeded: a 3 s backoff
+    draw would otherwise start a try seconds after a 0.5 s budget)."""
+    random.seed(0)
+    policy = RetryPolicy(attempts=1000, seconds=0.5, first_wait=3, max_wait=3)
+    with Memory.connect(DEAD, retry=policy) as m:
+        began = time.monotonic()
+        with pytest.raises(UnavailableError):
+            m.counts(S)
+        assert time.monotonic() - began < 1.0
+
+
+@pytest.mark.parametrize(("options", "where"), [
+    ({"required_scope": "project"}, "required_scope"),
+    ({"required_scope": ("project", 5)}, "required_scope[1]"),
+    ({"retry": "x"}, "retry"),
+    ({"timeouts": 5}, "timeouts"),
+])
+def test_a_memory_option_of_the_wrong_type_is_refused_when_it_is_made(options, where):
+    """A string ``required_scope`` was required letter by letter (every call refused for
+    keys p, r, o, ...); a retry policy or timeouts of another type was an AttributeError
+    at the first call."""
+    with pytest.raises(InputError) as info:
+        Memory.connect(DEAD, **options)
+    assert info.value.where == where
