@@ -209,3 +209,15 @@ def test_the_correction_check_fails_a_context_that_also_shows_the_original(mem, 
     w = counterexamples.World(mem, scope, None)
     counterexamples.corrected(w)
     assert dict(w.checks)["the context uses the correction, not the original"] is False
+
+
+def test_the_withdrawal_and_erasure_checks_fail_when_search_finds_nothing_at_all(mem, scope, monkeypatch):
+    """'Gone after' proves nothing if it was never found: with a search broken to find
+    nothing, the withdrawn and erased groups fail instead of passing vacuously."""
+    real = Memory.search
+    monkeypatch.setattr(Memory, "search", lambda self, s, **kw: real(self, s, **{**kw, "text": "nothing-like-it"}))
+    for group, check in ((counterexamples.withdrawn, "the fact is found before its source is withdrawn"),
+                         (counterexamples.erased, "the context shows them before the erase")):
+        w = counterexamples.World(mem, scope, None)
+        group(w)
+        assert dict(w.checks)[check] is False

@@ -221,6 +221,8 @@ def past_point(w: World) -> None:
 def withdrawn(w: World) -> None:
     w.source("wire", publisher="wire:a", title="acme wire report")
     v = w.fact(Decimal(5), "wire", entity="globex")
+    w.check("the fact is found before its source is withdrawn",  # else 'gone' below would be vacuous
+            any(v.version_id in ids for ids in w.found("globex revenue").values()))
     w.mem.retract_source(w.scope, "wire", reason="withdrawn by the publisher")
     w.check("a withdrawn source's fact is gone from every rung",
             all(v.version_id not in ids for ids in w.found("globex revenue").values()))
@@ -237,6 +239,7 @@ def erased(w: World) -> None:
                                          value=Decimal(1836546), period=Q1))
     res = w.mem.search(w.scope, text="acme revenue", cutoff=later)
     ctx = w.mem.build_context(w.scope, task_id="eval", memories=res, token_budget=400)
+    w.check("the context shows them before the erase", "918273" in (ctx.rendered or ""))  # else vacuous below
     w.mem.erase(w.scope, entity="acme", reason="the user asked to be forgotten", by="eval")
     gone = {base.version_id, derived.version_id}
     w.check("erased memories are gone from every rung",
