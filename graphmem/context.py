@@ -467,6 +467,9 @@ def trace(tx: Tx, scope: Scope, snapshot_id: str, memory_id: str | None, *,
         q = {f: getattr(ctx.query, f) for f in SearchQuery.model_fields}
         # the Lucene query of this scope, never a recorded one (which names a scope)
         q["lucene"] = search.query_lucene(scope, q["text"], q["match"], q["entity"], q["mode"])
+        if q["mode"] != "text":  # every memory of the scope was a candidate: judge only these
+            q["meaning"] = {"candidates": [[m, fact, 0.0] for m in ids for fact in (True, False)],
+                            "rest": None, "others": 0}
         evaluation = search.evaluate(tx, scope, q, exhaustive=True)
     steps = tuple(_step(tx, scope, ctx, m, evaluation) for m in ids)
     best = min(steps, key=lambda s: OUTCOMES.index(s.outcome))
@@ -510,11 +513,14 @@ def _step(tx: Tx, scope: Scope, ctx: Context, memory_id: str,
         return TraceStep(memory_id=memory_id, outcome="not_considered",
                          detail="not passed to build_context (no search query was recorded, "
                                 "or an erasure removed it)")
+    if evaluation.query.mode != "text" and any(memory_id in _shown(hit) for hit in evaluation.ranked):
+        return TraceStep(memory_id=memory_id, outcome="not_considered",
+                         detail=f"passed every filter at cutoff {_time(ctx.cutoff)}, known_at "
+                                f"{_time(ctx.known_at)}; ranked by meaning ({evaluation.query.mode}, "
+                                f"{evaluation.query.embedder}) below the hits passed to build_context "
+                                "(trace does not embed: search again with the snapshot's query for its rank)")
     for position, hit in enumerate(evaluation.ranked, 1):
-        shown = ([hit.memory_id] if hit.answer is None else
-                 [v.version_id for v in ([hit.answer.version] if hit.answer.version
-                                         else hit.answer.candidates)])
-        if memory_id in shown:
+        if memory_id in _shown(hit):
             limit = evaluation.query.limit
             why = (f"ranked #{position}, below the search limit {limit}" if position > limit
                    else f"found by the search at #{position} but not passed to build_context")
@@ -522,3 +528,10 @@ def _step(tx: Tx, scope: Scope, ctx: Context, memory_id: str,
     return TraceStep(memory_id=memory_id, outcome="not_found",
                      detail="stored, but the search did not match it (its text has none of "
                             "the query's required terms, or another type/entity)")
+
+
+def _shown(hit: search._Hit) -> list[str]:
+    """The memory ids a ranked hit shows: its own, or its fact key's answer's versions."""
+    if hit.answer is None:
+        return [hit.memory_id]
+    return [v.version_id for v in ([hit.answer.version] if hit.answer.version else hit.answer.candidates)]

@@ -457,7 +457,25 @@ def test_the_context_and_trace_record_the_mode(w):
     assert trace.outcome == "not_considered"  # legal, ranked below the limit: not "not found"
 
 
-def test_mcp_search_takes_the_mode(w):
+def test_trace_of_a_search_by_meaning_judges_the_traced_memory_and_claims_no_text_rank(w):
+    """A semantic snapshot's trace judged every memory of the scope by a text search of
+    the scope alone (every score 0), and told a legal memory's rank by recency: "ranked
+    #3" for the memory the search ranks second. Now only the traced memories are judged,
+    at the snapshot's time, and the rank by meaning is not claimed."""
+    goals = {"b": "widget release", "c": "order lunch", "a": "widget release rollback done"}
+    saved = {task: w.mem.save_task_state(w.scope, TaskStateIn(task_id=task, goal=goal)).id
+             for task, goal in goals.items()}  # b, then c, then a: a is the newest, b the oldest
+    w.mem.save_task_state(w.scope, TaskStateIn(task_id="c", goal="order lunch for two"))
+    w.mem.embed(w.scope, embedder=toy)
+    ranked = w.search("widget release rollback", mode="semantic", embedder=toy, limit=10).hits
+    assert [h.task_state.task_id for h in ranked[:2]] == ["a", "b"]
+    found = w.search("widget release rollback", mode="semantic", embedder=toy, limit=1)
+    ctx = w.mem.build_context(w.scope, task_id="job", memories=found, token_budget=500)
+    second = w.mem.trace(w.scope, ctx.snapshot_id, ranked[1].memory_id).steps[0]
+    assert second.outcome == "not_considered" and "#" not in second.detail, second.detail
+    assert "by meaning" in second.detail
+    step = w.mem.trace(w.scope, ctx.snapshot_id, saved["c"]).steps[0]
+    assert (step.outcome, step.filter) == ("filtered", "status:superseded"), step
     pytest.importorskip("mcp")
     from test_mcp import call, ok
 
