@@ -35,7 +35,7 @@ from .errors import InputError, NotFoundError
 from .facts import native, scope_params, source_uid
 from .models import Scope
 from .render import printable
-from .values import digest
+from .values import digest, micros
 
 Reason = Literal["origin", "invalid", "stale", "survives"]
 
@@ -132,6 +132,21 @@ def check_inputs(tx: Tx, scope: Scope, rows: list[dict[str, Any]], cutoff: dt.da
     return latest
 
 
+def standing_id(tx: Tx, scope: Scope, did: str) -> str:
+    """The id a derivation is recorded under now: its own, or - once a retraction took it
+    (a cascade found it invalid, as when an input it was made from is now public only
+    later, or it was withdrawn) - the first of its successors not retracted. A retracted
+    source validates nothing new, so re-deriving under the old id returned an output no
+    read shows (or was refused for its changed availability); re-deriving is how the
+    recompute order is followed, so it records the derivation again, from its inputs as
+    they stand, while a re-sent derivation that stands still changes nothing."""
+    params = scope_params(scope)
+    while (row := tx.one("source.get_many", uids=[source_uid(scope, f"derivation:{did}")], **params)) \
+            and row["retracted_at"] is not None:
+        did = digest(did, "recomputed", prefix="drv_")
+    return did
+
+
 def refuse_cycles(tx: Tx, scope: Scope, inputs: list[str], output: str) -> None:
     rows = tx.run("lineage.reaches", inputs=sorted(set(inputs)), target=output,
                   **scope_params(scope))
@@ -225,6 +240,8 @@ def _walk(closure: _Closure, origin: str, max_depth: int | None, prune: bool = T
     facts, derivations, users = closure
     graph = nx.DiGraph()
     graph.add_node(origin)
+    if max_depth is not None and max_depth < 1:  # the origin's own facts lie at depth 1
+        return graph, bool(closure.roots)
     graph.add_edges_from((origin, f"f:{vid}") for vid in closure.roots)
     frontier = sorted(v for v in closure.roots if not facts[v].anchored)
     depth, truncated = 1, False
@@ -371,11 +388,8 @@ def impact(tx: Tx, scope: Scope, *, source_id: str | None, version_id: str | Non
         raise NotFoundError(f"no source {source_id!r} in scope {scope.id}")
     graph, truncated = _walk(closure, origin, max_depth)
     fate = _decide(graph, closure, origin, version_id is not None, superseded)
-    affected = [n for n, r in fate.items() if r not in (None, "origin")]
+    affected = [n for n, r in fate.items() if r not in (None, "origin") and _public(closure, n, cutoff)]
     labels = closure.facts
-    if cutoff is not None:  # only what was public by the cutoff
-        affected = [n for n in affected
-                    if not n.startswith("f:") or native(labels[n[2:]].available_by) <= cutoff]
     paths = _shortest_paths(graph, origin)
     items = []  # plain dicts, validated in one pass with the report (not one model per item)
     for node in affected:
@@ -388,13 +402,25 @@ def impact(tx: Tx, scope: Scope, *, source_id: str | None, version_id: str | Non
         items.append({"kind": kind, "id": node[2:], "depth": len(path) - 1, "reason": fate[node],
                       "path": path, "label": label})
     items.sort(key=itemgetter("depth", "kind", "id"))
-    order = [n[2:] for n, r in fate.items()  # fate is in topological order
-             if n.startswith("d:") and r in ("invalid", "stale")]
+    order = [n[2:] for n in affected  # fate (and so affected) is in topological order
+             if n.startswith("d:") and fate[n] in ("invalid", "stale")]
     counts = Counter(f"{i['kind']}s_{i['reason']}" for i in items)
     return ImpactReport.model_validate({
         "origin": origin, "items": items, "recompute_order": order, "counts": counts,
         "max_depth": max_depth, "truncated": truncated,
         "known_at": native(known_at) if known_at is not None else None})
+
+
+def _public(closure: _Closure, node: str, cutoff: dt.datetime | None) -> bool:
+    """Whether a node of the report was public by the cutoff (None: no cutoff). A
+    derivation is public when its latest input was, as its output is: one made public
+    after the cutoff could not have been run by then, so it is no more listed, counted
+    or put in the recompute order than its output is."""
+    if cutoff is None:
+        return True
+    if node.startswith("f:"):
+        return native(closure.facts[node[2:]].available_by) <= cutoff
+    return closure.derivations[node].available_by <= micros(cutoff)
 
 
 def retraction_targets(report: ImpactReport, scope: Scope) -> list[str]:
@@ -433,7 +459,10 @@ def lineage_graph(tx: Tx, scope: Scope, version_id: str, direction: str,
     if direction == "downstream":
         closure = _closure(tx, scope, source=None, version=version_id, known_at=known_at,
                            prune=False, with_time=False)
-        walked, _ = _walk(closure, f"v:{version_id}", max_depth, prune=False)
+        # the walk counts the version itself as depth 1 below its origin; a lineage counts
+        # from the version (depth 0), as upstream does
+        walked, _ = _walk(closure, f"v:{version_id}", None if max_depth is None else max_depth + 1,
+                          prune=False)
         walked.remove_node(f"v:{version_id}")
         _describe(walked, closure)
         graph.update(walked)

@@ -845,7 +845,8 @@ class Memory:
     def _derive_in(tx: Tx, at: Any, scope: Scope, method: str, method_version: str, params_text: str,
                    rows: list[dict[str, Any]], output: FactIn, cutoff: dt.datetime | None) -> FactVersion:
         available_by = lineage.check_inputs(tx, scope, rows, cutoff)
-        did = lineage.derivation_id(method, method_version, params_text, rows, facts.KeySpec.of(scope, output).uid)
+        did = lineage.standing_id(tx, scope, lineage.derivation_id(
+            method, method_version, params_text, rows, facts.KeySpec.of(scope, output).uid))
         source = Source(id=f"derivation:{did}", kind="derivation",
                         authority=Authority.DERIVED, publisher=f"method:{method}",
                         available_by=available_by,
