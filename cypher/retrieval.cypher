@@ -73,8 +73,12 @@ WITH n WHERE n.search_text IS NOT NULL
 RETURN coalesce(n.version_id, n.memory_id) AS id, n.search_text AS text, n.value AS value
 
 // name: retrieval.set_vectors
-// Store vectors made by $name ($rows: {id, fact, vector}); a memory erased since its
-// text was read takes none.
+// Store vectors made by $name ($rows: {id, fact, vector, text}); a memory erased since
+// its text was read takes none, nor one whose text was rebuilt meanwhile (`text`: the
+// search text the vector was made from; an entity renamed, a source it named erased):
+// that rebuild dropped the vector of the old text, which may hold an erased source's
+// words, and the memory stays for the next embed to make from its new text. A row
+// without `text` is made in the transaction that wrote the memory (a LangGraph put).
 UNWIND $rows AS row
 CALL (row) {
   MATCH (n:Fact {version_id: row.id})
@@ -85,7 +89,7 @@ CALL (row) {
   WHERE NOT row.fact AND n.tenant = $tenant AND n.scope = $scope
   RETURN n
 }
-WITH n, row WHERE n.erased_at IS NULL
+WITH n, row WHERE n.erased_at IS NULL AND (row.text IS NULL OR n.search_text = row.text)
 SET n.embedding = row.vector, n.embedder = $name, n.embedded_at =
   // include: retrieval.now
 RETURN count(n) AS stored

@@ -226,6 +226,9 @@ class _Hit:
     tie: str
     # a fact key's fact.read row, with the search's cutoff and evidence requirement
     read: tuple[dict[str, Any], dt.datetime, Require | None] | None = None
+    # a fact key's matched version it ranks by (its best kept one), which need not be
+    # the version shown first (a conflict shows every candidate): its scores explain the rank
+    by: str | None = None
 
     def key(self) -> tuple[Any, ...]:
         return _key(self.authority, self.score, self.available_ms, self.tie)
@@ -424,10 +427,11 @@ def _read(ev: Evaluation, keys: dict[str, dict[str, tuple[float, int]]],
         if not kept:
             continue
         shown = facts.shown(row)  # what the Answer as_of builds from this row shows
-        score, available_ms = max(matched[v] for v in kept)
+        by = max(kept, key=lambda v: matched[v])
+        score, available_ms = matched[by]
         ev.ranked.append(_Hit(
             "fact", shown[0]["f"]["version_id"], score, max(c["rank"] or 0 for c in shown),
-            available_ms, uid, (row, cutoff, require)))
+            available_ms, uid, (row, cutoff, require), by))
     ev.ranked.sort(key=_Hit.key)
 
 

@@ -488,3 +488,137 @@ def test_trace_of_a_search_by_meaning_judges_the_traced_memory_and_claims_no_tex
     found = ok(call(server, "search", text="certificate expiry", mode="semantic"))
     assert found["status"] == "found" and found["hits"][0]["rank"]["semantic_score"] > 0.5
     assert ok(call(server, "search", text="certificate expiry", mode="hybrid"))["status"] == "found"
+
+
+def stored(mem: Memory, scope: Scope, memory_id: str) -> tuple[list[float] | None, str | None]:
+    """A memory's stored vector and search text (a test's own look at the graph)."""
+    with mem.db.driver.session(database="neo4j") as s:
+        row = s.run("MATCH (n) WHERE (n:Fact OR n:Memory) AND n.tenant = $t "
+                    "AND coalesce(n.version_id, n.memory_id) = $id "
+                    "RETURN n.embedding AS v, n.search_text AS text", t=scope.tenant, id=memory_id).single()
+        return row["v"], row["text"]
+
+
+def test_an_async_callable_object_embeds_and_searches(w):
+    """An embedder is "any callable list[str] -> list[list[float]] (sync or async)": an
+    object whose ``__call__`` is async (or a sync callable returning an awaitable) embeds
+    the scope, and then searches it - the query is awaited as the documents are."""
+    class AsyncToy:
+        async def __call__(self, texts: list[str]) -> list[list[float]]:
+            return ToyEmbedder(32)(texts)
+
+    w.mem.save_task_state(w.scope, TaskStateIn(task_id="t1", goal="roll back the widget release"))
+    for emb in (Embedder(AsyncToy(), name="toy:32"), Embedder(lambda texts: AsyncToy()(texts), name="toy:32")):
+        w.mem.embed(w.scope, embedder=emb)
+        found = w.search("widget rollback", mode="semantic", embedder=emb)
+        assert [h.task_state.task_id for h in found.hits] == ["t1"]
+
+
+def test_an_erasure_during_embedding_leaves_no_vector_of_the_erased_text(w):
+    """`graphmem embed` reads a batch's texts, calls the model, then stores the vectors:
+    a source erased while the model runs rebuilds the fact's text without the source's
+    title and drops its vector; the vector made from the old text must not be stored
+    after it (it holds the erased source's words, and no later embed would replace it)."""
+    w.source("s1", DAY0, title="widget inventory")
+    w.source("s2", DAY0, title="certificate expired overnight")
+    version = w.fact(Decimal(7), "s1", "s2").version_id
+    erased: list[bool] = []
+
+    def erasing(texts: list[str]) -> list[list[float]]:
+        if not erased:  # the erasure commits while the model embeds the old text
+            w.mem.erase(w.scope, source_id="s2", reason="withdrawn", by="test")
+            erased.append(True)
+        return ToyEmbedder(32)(texts)
+
+    w.mem.embed(w.scope, embedder=Embedder(erasing, name="toy:32", dims=32))
+    assert erased
+    vector, text = stored(w.mem, w.scope, version)
+    assert "certificate" not in text
+    assert vector is None or vector == toy.query(text)
+    w.mem.embed(w.scope, embedder=toy)  # what is left to embed is embedded from the new text
+    vector, text = stored(w.mem, w.scope, version)
+    assert vector == toy.query(text)
+
+
+def test_a_renamed_entity_during_embedding_leaves_no_vector_of_the_old_name(w):
+    """The same for a rename: the old name must not stay in a vector no embed replaces."""
+    from graphmem import Entity
+
+    w.source("s1", DAY0, title="widget inventory")
+    version = w.fact(Decimal(7), "s1").version_id
+    renamed: list[bool] = []
+
+    def renaming(texts: list[str]) -> list[list[float]]:
+        if not renamed:
+            w.mem.put_entity(w.scope, Entity(id="acme", name="Zenith Holdings", kind="company"))
+            renamed.append(True)
+        return ToyEmbedder(32)(texts)
+
+    w.mem.embed(w.scope, embedder=Embedder(renaming, name="toy:32", dims=32))
+    w.mem.embed(w.scope, embedder=toy)
+    vector, text = stored(w.mem, w.scope, version)
+    assert "Zenith" in text and vector == toy.query(text)
+
+
+def test_a_fact_keys_rank_fields_are_those_of_the_version_it_ranks_by(w):
+    """Two publishers disagree on a figure: the key is one hit showing both versions
+    (the earlier one's id first). Only the later one's source names the accession in the
+    query, and the key ranks by that version (2 per identifier + its fused score); its
+    explain must say so - one identifier, a fused score in [0, 1] - not an identifier
+    count of 0 beside a fused score above 2."""
+    w.source("s1", DAY0, publisher="alpha", title="quarterly filing")
+    w.source("s2", DAY0 + dt.timedelta(days=1), publisher="beta", title="filing 0001-23-456")
+    w.fact(Decimal(7), "s1")
+    w.fact(Decimal(8), "s2")
+    w.mem.embed(w.scope, embedder=toy)
+    for mode in ("semantic", "hybrid"):
+        hit = w.search("0001-23-456 revenue", mode=mode, embedder=toy).hits[0]
+        assert hit.status == "conflicted" and len(hit.memory_ids) == 2
+        assert hit.rank.identifiers == 1, hit.rank.why
+        assert 0.0 <= hit.rank.fused_score <= 1.0, hit.rank.why
+
+
+def test_a_hybrid_search_of_too_many_words_is_refused_as_a_text_search_is(w):
+    """Hybrid's text side is the query's words as a full-text query (at most
+    limits.SEARCH_TERMS clauses, as for a text search); past that bound it was silently
+    dropped - every hit's text score 0, a semantic search under a hybrid label."""
+    w.mem.save_task_state(w.scope, TaskStateIn(task_id="t1", goal="roll back the widget release"))
+    w.mem.save_task_state(w.scope, TaskStateIn(task_id="t2", goal="order lunch for the team"))
+    w.mem.embed(w.scope, embedder=toy)
+    filler = ["q" + "".join("abcdefghij"[int(d)] for d in str(i)) for i in range(300)]
+    text = " ".join(["widget", "rollback", *filler])
+    with pytest.raises(InputError, match="at most 256"):
+        w.search(text, match="any")
+    with pytest.raises(InputError, match="at most 256"):
+        w.search(text, mode="hybrid", embedder=toy)
+    assert w.search(text, mode="semantic", embedder=toy).hits  # no text side: no bound
+
+
+
+def test_an_identifier_with_inner_dots_stays_exact_by_meaning(w):
+    """``S.A.`` is one word to the index (letters joined by dots), an exact and required
+    phrase to a text search; by meaning it was taken for stop words (``s``, ``a``) and
+    got no identifier credit - and in hybrid, as a required clause of the words' query
+    standing in for the one other identifier's holders, it took E-4012's credit away from
+    the memory holding E-4012."""
+    for task, goal in (("t1", "payment declined for Acme S.A. supplier"), ("t2", "payment declined for supplier"),
+                       ("t3", "payment declined E-4012 supplier")):
+        w.mem.save_task_state(w.scope, TaskStateIn(task_id=task, goal=goal))
+    w.mem.embed(w.scope, embedder=toy)
+    assert [h.task_state.task_id for h in w.search("S.A. payment").hits] == ["t1"]
+    for mode in ("semantic", "hybrid"):
+        found = w.search("E-4012 S.A. payment declined supplier", mode=mode, embedder=toy)
+        assert {h.task_state.task_id: h.rank.identifiers for h in found.hits} == {"t1": 1, "t2": 0, "t3": 1}, mode
+        assert found.hits[-1].task_state.task_id == "t2"
+
+
+@pytest.mark.parametrize("spec", ["toy:0", "toy:-3", "toy:x"])
+def test_a_bad_toy_dimension_is_refused_as_a_bad_argument(w, spec):
+    """``toy:0`` raised ZeroDivisionError, ``toy:-3`` IndexError and ``toy:x`` ValueError
+    from deep inside the embedder: an InputError naming the dimension is what a bad
+    argument gets (``graphmem embed --embedder``, GRAPHMEM_EMBEDDER, ``embedder=``)."""
+    w.mem.save_task_state(w.scope, TaskStateIn(task_id="t1", goal="roll back the widget release"))
+    with pytest.raises(InputError, match="dim"):
+        w.mem.embed(w.scope, embedder=spec)
+    with pytest.raises(InputError, match="dim"):
+        w.search("widget", mode="semantic", embedder=spec)

@@ -72,8 +72,7 @@ class Embedder:
             default = type(fn).__name__ + ":" + str(getattr(fn, "model", getattr(fn, "model_name", "")))
         elif callable(fn):
             self._docs = fn
-            self._query = lambda text: fn([text])[0] if not inspect.iscoroutinefunction(fn) \
-                else _first(fn([text]))
+            self._query = lambda text: _first(fn([text]))
             default = getattr(fn, "__qualname__", type(fn).__name__)
         else:
             raise InputError("embedder", "a callable list[str] -> list[list[float]] or an object "
@@ -105,8 +104,16 @@ class Embedder:
         return v
 
 
-async def _first(pending: Any) -> Any:
-    return (await pending)[0]
+def _first(batch: Any) -> Any:
+    """The first vector of a batch's result, awaited first when it is awaitable: an
+    ``async def`` function's, but also an object's whose ``__call__`` is async or a sync
+    callable's that returns a coroutine, which ``iscoroutinefunction`` does not see."""
+    if not inspect.isawaitable(batch):
+        return batch[0]
+
+    async def first() -> Any:
+        return (await batch)[0]
+    return first()
 
 
 def as_embedder(value: Any, **names: Any) -> Embedder | None:
@@ -173,8 +180,17 @@ def _fastembed(model: str) -> Embedder:
                     name=f"fastembed:{model or 'BAAI/bge-small-en-v1.5'}")
 
 
+def _toy(dims: str) -> Embedder:
+    """``toy[:dims]``: a dimension that is not a whole number from 1 to ``MAX_DIMS`` is
+    refused here, not met as a ZeroDivisionError or IndexError at the first text."""
+    if dims and not dims.isdecimal():
+        raise InputError("embedder", f"toy:{dims}: the dimension must be an integer from 1 to {MAX_DIMS:,}")
+    size = limits.check_int("dims", int(dims or 64), 1, MAX_DIMS)
+    return Embedder(ToyEmbedder(size), name=f"toy:{dims or 64}")
+
+
 SPECS: dict[str, Callable[[str], Embedder]] = {
-    "toy": lambda dims: Embedder(ToyEmbedder(int(dims or 64)), name=f"toy:{dims or 64}"),
+    "toy": _toy,
     "wordllama": _wordllama,
     "sentence-transformers": _sentence_transformers,
     "fastembed": _fastembed,

@@ -56,7 +56,7 @@ import numpy as np
 
 from .. import facts, search, values
 from ..errors import InputError
-from ..models import Scope, SearchExplain, SearchResult
+from ..models import Scope, SearchExplain, SearchHit, SearchResult
 from . import vectors
 from .embedders import Embedder
 from .store import check_space
@@ -79,20 +79,29 @@ page usually settles within them (the read rule removes some fact versions: a re
 figure's first version, ...). Each retry sends eight times as many."""
 
 
+_WORD = re.compile(r"\w+(?:['.]\w+)*")
+"""A word as the index's tokenizer (Unicode word breaks) cuts it: letters or digits joined
+by an inner dot or apostrophe stay one word (``s.a``, ``it's``, ``1.5``)."""
+_POSSESSIVE = re.compile(r"'s$")
+
+
 def _identifiers(text: str) -> list[str]:
     """The query's identifier-like tokens that the index holds: one whose every word is a
-    stop word (``IT``, ``AND/OR``, ``IT'S``) analyses to nothing, so no memory holds it."""
+    stop word once its possessive is dropped (``IT``, ``AND/OR``, ``IT'S``, as the english
+    analyzer does) analyses to nothing, so no memory holds it; ``S.A.`` is one word, not
+    two stop words, and a required phrase of the text's own query."""
     return sorted({t for t in search.tokens(text) if search._identifier(t) and any(
-        w not in search.STOP_WORDS and w != "s" for w in re.findall(r"[a-z0-9]+", t.lower()))})
+        _POSSESSIVE.sub("", w) not in search.STOP_WORDS for w in _WORD.findall(t.lower()))})
 
 
 def _words(scope: Scope, text: str) -> str | None:
     """The query's words as a ``match="any"`` Lucene query (hybrid's text side); None
-    when the text has nothing searchable."""
-    try:
-        return search.lucene(scope, text, "any", None)
-    except InputError:  # stop words only: no text side
+    when the text has nothing searchable (stop words only). A text of more words than a
+    full-text query takes is refused as a text search refuses it, rather than searched
+    with no text side at all."""
+    if all(t.lower() in search.STOP_WORDS for t in search.tokens(text)):
         return None
+    return search.lucene(scope, text, "any", None)
 
 
 UNEMBEDDED = ("refuse", "last")
@@ -214,18 +223,25 @@ def run(memory: Any, scope: Scope, q: dict[str, Any], embedder: Embedder, *,
     ev = _evaluate(memory, scope, q, scores, members, meaning)
     top = ev.ranked[:q["limit"]]
     best = max(found.text.values(), default=0.0)
-    hits = tuple(search._search_hit(dataclasses.replace(h, score=found.text.get(h.memory_id, 0.0)), position,
-                                    best, ev.query.cutoff, ev.details,
-                                    semantic_score=scores.of(h.memory_id),
-                                    fused_score=h.score - 2 * found.idents.get(h.memory_id, 0),
-                                    identifiers=found.idents.get(h.memory_id, 0))
-                 for position, h in enumerate(top, 1))
+    hits = tuple(_hit(h, position, best, ev, scores, found) for position, h in enumerate(top, 1))
     explain = SearchExplain(matched=ev.matched, removed=ev.counts(), kept=len(ev.ranked),
                             returned=len(hits), below_limit=len(ev.ranked) - len(hits),
                             unevaluated=ev.unevaluated, ranking=RANKING[q["mode"]],
                             embedding_ms=round(embedding_ms, 3))
     return SearchResult(status="found" if hits else "not_found", hits=hits, explain=explain,
                         query=ev.query)
+
+
+def _hit(h: search._Hit, position: int, best: float, ev: search.Evaluation, scores: vectors.Scores,
+         found: _Lookup) -> SearchHit:
+    """A ranked hit as returned: its text and semantic scores are those of the version it
+    shows first, its fused score and identifiers those of the memory it ranks by - a fact
+    key's best kept version (``h.by``), which a conflict may show after another, and
+    whose identifiers are part of the key's score (the fused score is what is left)."""
+    idents = found.idents.get(h.by or h.memory_id, 0)
+    return search._search_hit(dataclasses.replace(h, score=found.text.get(h.memory_id, 0.0)), position, best,
+                              ev.query.cutoff, ev.details, semantic_score=scores.of(h.memory_id),
+                              fused_score=h.score - 2 * idents, identifiers=idents)
 
 
 def _best(meaning: np.ndarray, k: int) -> tuple[np.ndarray, float]:

@@ -67,7 +67,9 @@ def claim(memory: Any, scope: Scope, embedder: Embedder) -> None:
 def embed_rows(tx_write: Callable[[Callable[[Tx], Any]], Any], scope: Scope, embedder: Embedder,
                rows: list[dict[str, Any]], text_of: TextOf) -> dict[str, list[float]]:
     """Embed these memories (``retrieval.texts`` rows, each with ``fact``) and store their
-    vectors in one write; their vectors by id (concatenated when several)."""
+    vectors in one write; their vectors by id (concatenated when several). Each vector is
+    stored with the search text it was made from, so a memory whose text was rebuilt
+    while the model ran (a rename, an erased source) takes none (retrieval.set_vectors)."""
     texts = [text_of(r) for r in rows]
     flat = embedder.documents([t for ts in texts for t in ts])
     vectors, i = {}, 0
@@ -75,7 +77,8 @@ def embed_rows(tx_write: Callable[[Callable[[Tx], Any]], Any], scope: Scope, emb
         vectors[row["id"]] = [x for v in flat[i:i + len(ts)] for x in v]
         i += len(ts)
     tx_write(lambda tx: tx.run("retrieval.set_vectors", name=embedder.name, **_params(scope),
-                               rows=[{"id": r["id"], "fact": r["fact"], "vector": vectors[r["id"]]}
+                               rows=[{"id": r["id"], "fact": r["fact"], "vector": vectors[r["id"]],
+                                      "text": r["text"]}
                                      for r in rows]))
     return vectors
 
