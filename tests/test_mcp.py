@@ -54,6 +54,13 @@ def call(server: Any, tool: str, **args: Any) -> Any:
     return session(server, lambda c: c.call_tool(tool, args))
 
 
+def calls(server: Any, steps: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """Several tool calls in one session, in order."""
+    async def each(c: Client) -> list[Any]:
+        return [await c.call_tool(tool, args) for tool, args in steps]
+    return session(server, each)
+
+
 def ok(result: Any) -> dict[str, Any]:
     assert not result.is_error, result.content[0].text
     return result.structured_content
@@ -495,9 +502,9 @@ def test_a_fault_that_outlasts_the_policy_is_reported(scope, migrated):
 # ------------------------------------------------------------------ the real CLI: HTTP and stdio
 
 
-def _free_port() -> int:
+def _free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((host, 0))
         return sock.getsockname()[1]
 
 
@@ -523,23 +530,30 @@ def http_server(migrated, tmp_path):
         f'[[tokens]]\nname = "agent-a"\ntoken = "{tokens["alpha"]}"\ntenant = "{tenants["alpha"]}"\n\n'
         f'[[tokens]]\nname = "agent-b"\ntoken_sha256 = "{digest(tokens["beta"])}"\n'
         f'tenant = "{tenants["beta"]}"\nscope = {{ project = "p" }}\n')
-    port = _free_port()
-    proc = subprocess.Popen([_graphmem(), "mcp", "--transport", "http", "--port", str(port),
-                             "--tokens", str(tmp_path / "tokens.toml")],
-                            env=_env(migrated), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            assert proc.poll() is None, proc.stderr.read().decode()
-            time.sleep(0.2)
+    proc, port = _mcp_http(migrated, tmp_path / "tokens.toml")
     try:
         yield f"http://127.0.0.1:{port}/mcp", tokens, tenants
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def _mcp_http(migrated, tokens: Path, host: str = "127.0.0.1") -> tuple[subprocess.Popen, int]:
+    """`graphmem mcp --transport http` on a free port of ``host``, once it listens."""
+    port = _free_port(host)
+    proc = subprocess.Popen([_graphmem(), "mcp", "--transport", "http", "--host", host, "--port", str(port),
+                             "--tokens", str(tokens)],
+                            env=_env(migrated), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host, port), timeout=0.5).close()
+            return proc, port
+        except OSError:
+            assert proc.poll() is None, proc.stderr.read().decode()
+            time.sleep(0.2)
+    proc.kill()
+    raise AssertionError(f"graphmem mcp did not listen on {host}:{port}")
 
 
 def _with_token(url: str, token: str | None, steps: Callable[[Client], Awaitable[Any]]) -> Any:
@@ -753,3 +767,83 @@ def test_time_defaults_are_now(w, monkeypatch):
     far = ok(call(server, "as_of", entity="acme", attribute="revenue", cutoff=FAR.isoformat()))
     assert now["value"] == far["value"] == "110" and now["cutoff"] == now["known_at"]
     assert abs(dt.datetime.fromisoformat(now["cutoff"]) - dt.datetime.now(UTC)) < dt.timedelta(minutes=5)
+
+
+def test_mcp_text_that_reads_as_json_is_kept_as_text(mem: Memory, scope: Scope):
+    """A string given for an argument that takes a string is that string. The SDK reads
+    such a string as JSON first when the argument's type is not exactly ``str`` (an
+    optional text, the value's union), so a text fact whose value is JSON ('{"retries":
+    3}', '["a", "b"]', 'null'), an observed outcome that is JSON, or a source title that
+    is a JSON list were refused ("Input should be a valid string"), and an entity or a
+    search text "null" was read as none given: the facts of every entity, a search with
+    no text."""
+    server = build_server(mem, FixedAccess(scope, "analyst"), Grants())
+    fact = {"entity": "svc", "attribute": "config", "value_type": "text", "period_end": "2024-03-31",
+            "sources": ["s1"]}
+    results = calls(server, [
+        ("record_source", {"id": "s1", "kind": "filing", "authority": "primary",
+                           "available_by": "2024-05-01", "title": '["draft", "memo"]'}),
+        ("record_entity", {"id": "svc"}),
+        ("record_entity", {"id": "other"}),
+        ("remember_fact", {**fact, "entity": "other", "value": "elsewhere"}),
+        ("remember_fact", {**fact, "value": '{"retries": 3}'}),
+        ("remember_fact", {**fact, "attribute": "tags", "value": '["a", "b"]'}),
+        ("remember_fact", {**fact, "attribute": "nothing", "value": "null"}),
+        ("remember_experience", {"trigger": "deploy", "outcome": '{"status": "ok"}', "evidence": ["s1"]}),
+        ("facts", {"entity": "null", "attribute": "config"}),
+        ("search", {"text": "null", "types": ["fact"]}),
+    ])
+    source, *_, config, tags, nothing, experience, facts, search = results
+    assert ok(source)["source"]["title"] == '["draft", "memo"]'
+    assert ok(config)["fact"]["value"] == '{"retries": 3}'
+    assert ok(tags)["fact"]["value"] == '["a", "b"]'
+    assert ok(nothing)["fact"]["value"] == "null"
+    assert ok(experience)["experience"]["outcome"] == '{"status": "ok"}'
+    assert ok(facts)["answers"] == []  # no entity is called "null"
+    hits = ok(search)["hits"]  # the word "null": only the fact whose value it is
+    assert [h["fact"]["attribute"] for h in hits] == ["nothing"]
+
+
+def test_mcp_record_entity_says_an_erased_entity_is_not_brought_back(mem: Memory, scope: Scope):
+    """After ``erase``, ``record_entity`` answered "entity acme already recorded
+    (unchanged)" (it found the tombstone), while ``remember_fact`` keeps the fact as a
+    candidate because the entity "is not recorded in this scope (put_entity first)": an
+    agent following both messages goes round in circles. The API refuses to bring an
+    erased entity back (put_entity: InputError); the tool must say so."""
+    server = build_server(mem, FixedAccess(scope, "analyst"), Grants(allow_admin=True))
+    _, erased, again = calls(server, [
+        ("record_entity", {"id": "acme", "name": "Acme"}),
+        ("erase", {"entity": "acme", "reason": "gdpr"}),
+        ("record_entity", {"id": "acme", "name": "Acme"}),
+    ])
+    assert ok(erased)["target"] == "entity:acme"
+    assert again.is_error, again.content[0].text
+    err = again.structured_content
+    assert err["type"] == "InputError" and "erased" in err["message"]
+
+
+def test_mcp_http_on_any_loopback_address_refuses_a_foreign_host_header(migrated, tmp_path):
+    """The server promises DNS-rebinding protection whenever it binds loopback (it warns
+    only for other addresses), but the SDK turns it on only for the exact strings
+    127.0.0.1, localhost and ::1: bound to 127.0.0.2 (or ::1 written out), a request whose
+    Host names another site was served."""
+    token = uuid.uuid4().hex
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text(f'[[tokens]]\nname = "agent"\ntoken = "{token}"\ntenant = "rv-{token[:8]}"\n')
+    host = "127.0.0.2"
+    proc, port = _mcp_http(migrated, tokens, host)
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"}
+    try:
+        own = httpx2.post(f"http://{host}:{port}/mcp", json=initialize, headers=headers, timeout=30)
+        foreign = httpx2.post(f"http://{host}:{port}/mcp", json=initialize, timeout=30,
+                              headers={**headers, "Host": f"evil.example:{port}"})
+        origin = httpx2.post(f"http://{host}:{port}/mcp", json=initialize, timeout=30,
+                             headers={**headers, "Origin": "http://evil.example"})
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert own.status_code == 200
+    assert foreign.status_code == 421
+    assert origin.status_code == 403

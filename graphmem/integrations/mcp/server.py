@@ -14,6 +14,7 @@ from importlib.metadata import version
 
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
 
 from ...errors import InputError
 from ...memory import Memory
@@ -62,4 +63,18 @@ def serve(memory: Memory, access: Access, grants: Grants, *, transport: str,
                     "holds a token gets that token's scope", host)
     display = f"[{host}]" if ":" in host else host
     server = build_server(memory, access, grants, url=f"http://{display}:{port}")
-    serve_http(server.streamable_http_app(host=host), host, port)
+    serve_http(server.streamable_http_app(host=host, transport_security=_guard(host, display)), host, port)
+
+
+def _guard(host: str, display: str) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection on every loopback address: the SDK turns it on by itself
+    only for the exact strings 127.0.0.1, localhost and ::1, so on 127.0.0.2 (or ::1
+    written out) a request whose Host or Origin named another site was served. The
+    loopback names the SDK allows, and the address bound (None: not loopback, the SDK's
+    default)."""
+    if not loopback(host):
+        return None
+    names = dict.fromkeys([display, "127.0.0.1", "localhost", "[::1]"])
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True,
+                                     allowed_hosts=[f"{n}:*" for n in names],
+                                     allowed_origins=[f"http://{n}:*" for n in names])

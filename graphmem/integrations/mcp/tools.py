@@ -30,10 +30,12 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from neo4j.exceptions import DriverError, Neo4jError
 from pydantic import BaseModel, Field, ValidationError
 
+from ... import facts as facts_store
 from ...errors import GraphmemError, InputError, UnavailableError
 from ...memory import Memory
 from ...models import (
@@ -45,6 +47,7 @@ from ...models import (
     Period,
     Rank,
     Require,
+    Scope,
     SearchHit,
     Source,
     TaskStateIn,
@@ -231,6 +234,34 @@ def _refused(tool: Tool, arguments: dict[str, Any]) -> CallToolResult | None:
     return None
 
 
+class TextArguments(FuncMetadata):
+    """The SDK's argument handling, except that a string given for an argument that takes
+    a string stays that string.
+
+    The SDK reads a string argument as JSON first when the argument's type is not exactly
+    ``str`` (for clients that send lists as JSON text), and keeps what it parses unless
+    that is a string or a number: so an optional text or the value's union given the text
+    '{"retries": 3}', '["a", "b"]' or 'null' became an object, a list or None - a JSON
+    document as a text fact, an outcome or a title was refused, and an entity or a search
+    text "null" was read as none given (every entity's facts, a search without text).
+    Arguments that take no string (lists, objects) are still read from JSON text."""
+
+    def pre_parse_json(self, data: dict[str, Any]) -> dict[str, Any]:
+        parsed = super().pre_parse_json(data)
+        fields = {f.alias or n: f for n, f in self.arg_model.model_fields.items()}
+        return {k: data[k] if isinstance(data[k], str) and k in fields and _takes_text(fields[k].annotation)
+                else v for k, v in parsed.items()}
+
+
+def _takes_text(annotation: Any) -> bool:
+    """Whether an argument's type accepts a string as it is (str, or a union with str)."""
+    if typing.get_origin(annotation) is Annotated:
+        return _takes_text(typing.get_args(annotation)[0])
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return any(_takes_text(a) for a in typing.get_args(annotation))
+    return annotation is str
+
+
 def _tool(fn: Callable, title: str, annotations: ToolAnnotations) -> Tool:
     """The SDK's tool for ``fn``, publishing the output schema of its result model.
 
@@ -241,7 +272,9 @@ def _tool(fn: Callable, title: str, annotations: ToolAnnotations) -> Tool:
     SDK does for hand-built metadata. The client still checks every result against the
     schema."""
     made = StrictTool.from_function(fn, title=title, annotations=annotations.model_copy(update={"title": title}))
-    made.fn_metadata.output_model = None
+    sdk = made.fn_metadata
+    made.fn_metadata = TextArguments(arg_model=sdk.arg_model, output_schema=sdk.output_schema,
+                                     wrap_output=sdk.wrap_output)  # no output_model: see above
     return made
 
 
@@ -479,7 +512,7 @@ def register(memory: Memory, access: Access, grants: Grants) -> list[Tool]:
         can go live. An entity already recorded is left as it is (returned unchanged)."""
         def work(c: Caller) -> tuple[BaseModel, str]:
             existing = memory.entity(c.scope, id)
-            if existing is None:
+            if existing is None or _erased(memory, c.scope, id):  # erased: put_entity refuses it
                 memory.put_entity(c.scope, Entity(id=id, name=name, kind=kind, aliases=tuple(aliases or ())))
             out = r.EntityOut(recorded=existing is None, entity=existing or memory.entity(c.scope, id))
             return out, f"entity {id} " + ("recorded" if existing is None else "already recorded (unchanged)")
@@ -623,6 +656,16 @@ def register(memory: Memory, access: Access, grants: Grants) -> list[Tool]:
         return _run(access, ctx, work)
 
     return added
+
+
+def _erased(memory: Memory, scope: Scope, entity_id: str) -> bool:
+    """Whether a recorded entity was erased: ``Memory.entity`` returns its tombstone as
+    if it were live, and an erased entity takes no new facts, so ``record_entity`` must
+    not answer "already recorded" for it."""
+    scope = memory.scope(scope)
+    row = memory.db.read_one("entity.get", uid=facts_store.entity_uid(scope, entity_id),
+                             **facts_store.scope_params(scope))
+    return bool(row and row["erased"])
 
 
 def _hits_by_id(memory: Memory, c: Caller, ids: list[str], cutoff: dt.datetime,
