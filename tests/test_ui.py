@@ -14,6 +14,7 @@ Set GRAPHMEM_UI_SHOTS=docs/ui to write a screenshot of each page there.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -23,8 +24,10 @@ import threading
 import time
 import urllib.parse
 import uuid
+from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -549,23 +552,31 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def served(world):
-    """One uvicorn server for the module, both tenants behind their tokens."""
+@contextlib.contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """``app`` served by uvicorn on a free loopback port until the block ends: its URL."""
     import uvicorn
 
-    tokens = {digest(TOKEN_A): Caller(world["a"], "a"), digest(TOKEN_B): Caller(world["b"], "b")}
     port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(build_app(world["mem"], tokens=tokens), host="127.0.0.1",
-                                           port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def served(world):
+    """One uvicorn server for the module, both tenants behind their tokens."""
+    tokens = {digest(TOKEN_A): Caller(world["a"], "a"), digest(TOKEN_B): Caller(world["b"], "b")}
+    with serving(build_app(world["mem"], tokens=tokens)) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -74,17 +74,22 @@ class Gate:
 
 def _when(value: dt.datetime | None, ms: bool = False) -> str:
     """A time for reading, in UTC; with ``ms``, to the millisecond (transaction times
-    of one load are often within a second)."""
+    of one load are often within a second). ``isoformat``, not ``strftime``: its ``%Y``
+    writes the year 1 as "1", not "0001"."""
     if value is None:
         return ""
-    text = value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f" if ms else "%Y-%m-%d %H:%M:%S")
-    return (text[:-3] if ms else text) + "Z"
+    text = value.astimezone(dt.UTC).isoformat(sep=" ", timespec="milliseconds" if ms else "seconds")
+    return text.removesuffix("+00:00") + "Z"
+
+
+KEY_PARTS = ("unit", "definition")  # empty is a key's own value (the default), absent is any
 
 
 def _url(path: str, /, **params: Any) -> str:
-    """``path`` with the given query parameters, leaving out the empty ones (``path`` is
-    positional only: the templates pass a request's own parameters, which may name one)."""
-    kept = {k: v for k, v in params.items() if v not in (None, "", ())}
+    """``path`` with the given query parameters, leaving out the empty ones but an empty
+    unit or definition, which names a key's own (``path`` is positional only: the
+    templates pass a request's own parameters, which may name one)."""
+    kept = {k: v for k, v in params.items() if v not in (None, "", ()) or (v == "" and k in KEY_PARTS)}
     return f"{path}?{urlencode(kept, doseq=True)}" if kept else path
 
 
@@ -92,7 +97,7 @@ def templates() -> Jinja2Templates:
     env = Environment(loader=PackageLoader("graphmem.ui", "templates"),
                       autoescape=select_autoescape(default=True), trim_blocks=True, lstrip_blocks=True)
     env.filters.update(number=pages.number, when=_when, iso=pages.iso)
-    env.globals.update(url=_url, shown=pages.shown_version)
+    env.globals.update(url=_url, shown=pages.shown_version, evidence=pages.evidence)
     return Jinja2Templates(env=env)
 
 

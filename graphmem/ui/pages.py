@@ -52,6 +52,13 @@ class Params:
             return None
         return limits.check_text(name, value, limit)
 
+    def part(self, name: str) -> str | None:
+        """A key's unit or definition: None when absent (any), else as given - empty is
+        the key's own default, which a link to that key must be able to name."""
+        if name not in self._q:
+            return None
+        return limits.check_text(name, self._q.get(name).strip(), limits.IDENTIFIER_BYTES)
+
     def time(self, name: str) -> dt.datetime | None:
         return parse_time(self.text(name, limit=64), name)
 
@@ -145,7 +152,7 @@ def key(memory: Memory, scope: Scope, p: Params) -> Page:
     the answer at the point picked. Several keys match (no period, or several units or
     definitions): the list to pick one from."""
     entity, attribute = p.text("entity", required=True), p.text("attribute", required=True)
-    period, unit, definition = p.period(), p.text("unit"), p.text("definition")
+    period, unit, definition = p.period(), p.part("unit"), p.part("definition")
     cutoff, known_at = p.time("cutoff"), p.time("known_at")
     index = memory.history_index(scope, entity=entity, attribute=attribute, period=period, unit=unit,
                                  definition=definition)
@@ -233,8 +240,8 @@ def lineage(memory: Memory, scope: Scope, p: Params) -> Page:
     listed = [n[2:] for n in _window(facts, page, ROWS_PER_PAGE)]
     drawn = [n[2:] for n in facts[:plot.MAX_NODES]]
     found = {v.version_id: v for v in memory.versions(scope, list(dict.fromkeys([version_id, *listed, *drawn])))}
-    for v in found.values():
-        graph.nodes[f"f:{v.version_id}"]["value"] = f"{number(v.value)} {v.unit}"
+    for v in found.values():  # an erased version has no value left to show, and says so
+        graph.nodes[f"f:{v.version_id}"]["value"] = "[erased]" if v.erased else f"{number(v.value)} {v.unit}"
     return "lineage.html", {"version": found.get(version_id), "listed": [found[i] for i in listed if i in found],
                             "drawing": plot.graph_plot(graph, {f"f:{version_id}": "origin"}),
                             "direction": direction, "count": graph.number_of_nodes(), "facts": len(facts),
@@ -320,6 +327,13 @@ def panel(memory: Memory, scope: Scope, p: Params) -> Page:
     page, pages = p.page(len(entities), size)
     return "panel.html", {**context, "result": result, "page": page, "pages": pages, "entities": len(entities),
                           "rows": _panel_rows(result, _window(entities, page, size))}
+
+
+def evidence(answer: Any) -> list[Any]:
+    """The filings behind an answer: its version's, or every candidate's of a conflict
+    (each side has its own; the first candidate's alone would hide the disagreement)."""
+    versions = [answer.version] if answer.version else answer.candidates
+    return list({e.source_id: e for v in versions for e in v.sources}.values())
 
 
 def shown_version(cell: PanelCell) -> Any:

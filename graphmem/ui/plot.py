@@ -170,9 +170,17 @@ def versions_plot(versions: Sequence[FactVersion], cutoff: dt.datetime, known_at
                         _picks(xs), _picks(ys))
 
 
+EARLIEST = dt.datetime.min.replace(tzinfo=dt.UTC)
+
+
 def _picks(ticks: list[dt.datetime]) -> tuple[dt.datetime, ...]:
-    """What a click in each cell picks: a second before the first tick, then each tick."""
-    return (ticks[0] - dt.timedelta(seconds=1), *ticks) if ticks else ()
+    """What a click in each cell picks: a second before the first tick (or the earliest
+    time a datetime holds, when the first tick is within a second of it: a filing can be
+    public at 0001-01-01T00:00Z, and nothing precedes that), then each tick."""
+    if not ticks:
+        return ()
+    second = dt.timedelta(seconds=1)
+    return (ticks[0] - second if ticks[0] - EARLIEST >= second else EARLIEST, *ticks)
 
 
 # ---------------------------------------------------------------- graphs

@@ -1,0 +1,234 @@
+"""The web view at its edges: what an analyst sees, against a real Neo4j and, for what
+the browser itself does, Debian's headless Chromium (test_ui's fixtures and helpers).
+
+One tenant of its own: a 10-K and a restating 10-Q of one publisher, a key recorded
+under the default definition beside a non-GAAP one, and one without a unit beside one
+in people; two independent filings that disagree (a conflict); a derivation from a
+filing later erased.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import urllib.parse
+import uuid
+from decimal import Decimal
+
+import pytest
+
+pytest.importorskip("starlette")
+from starlette.testclient import TestClient  # noqa: E402
+from test_ui import _text, browser, serving  # noqa: E402,F401  (browser: a fixture)
+
+from graphmem import Entity, FactIn, Period, Scope, Source  # noqa: E402
+from graphmem.ui import build_app  # noqa: E402
+
+UTC = dt.UTC
+YEAR_END = Period(end=dt.date(2015, 12, 31))
+
+
+def _filing(mem, scope, source_id, day, publisher="E", title=None):
+    mem.record_source(scope, Source(id=source_id, kind="filing", authority="primary", publisher=publisher,
+                                    title=title, available_by=dt.datetime(2016, *day, 21, tzinfo=UTC)))
+
+
+def _fact(mem, scope, attribute, value, source, unit="USD", definition=""):
+    return mem.assert_fact(scope, FactIn(entity="E", attribute=attribute, unit=unit, definition=definition,
+                                         value=Decimal(value), period=YEAR_END, sources=(source,)))
+
+
+@pytest.fixture(scope="module")
+def review(migrated):
+    s = Scope(tenant=f"test-review-ui-{uuid.uuid4().hex[:12]}")
+    with migrated.connect() as mem:
+        mem.put_entity(s, Entity(id="E", name="E Corp"))
+        _filing(mem, s, "k", (2, 24), title="10-K 2015")
+        _filing(mem, s, "q", (5, 10), title="10-Q")
+        _filing(mem, s, "one", (3, 1), publisher="auditor-one")
+        _filing(mem, s, "two", (3, 1), publisher="auditor-two")
+        _filing(mem, s, "gone", (3, 2), title="to be erased")
+        _fact(mem, s, "rev", 100, "k")
+        _fact(mem, s, "rev", 90, "q")  # the restatement
+        _fact(mem, s, "rev", 120, "k", definition="non-GAAP")
+        _fact(mem, s, "assets", 100, "k")
+        _fact(mem, s, "assets", 90, "q")  # restated, and of one definition and unit
+        _fact(mem, s, "staff", 7, "k", unit="")
+        _fact(mem, s, "staff", 8, "k", unit="people")
+        _fact(mem, s, "cost", 5, "one")
+        _fact(mem, s, "cost", 6, "two")  # independent and equal in authority: a conflict
+        erased = _fact(mem, s, "gone", 7, "gone")
+        derived = mem.derive(s, method="double", method_version="1", params={}, inputs={"x": erased.version_id},
+                             output=FactIn(entity="E", attribute="twice", unit="USD", value=Decimal(14),
+                                           period=YEAR_END))
+        mem.erase(s, source_id="gone", reason="a data subject asked")
+        http = TestClient(build_app(mem, scope=s), base_url="http://127.0.0.1", raise_server_exceptions=False)
+        yield {"mem": mem, "scope": s, "http": http, "erased": erased, "derived": derived}
+
+
+def _links(page, prefix):
+    return [x.replace("&amp;", "&") for x in re.findall(rf'href="({re.escape(prefix)}[^"]*)"', page.text)]
+
+
+def _value(page):
+    return _text(page.text.split('id="value"', 1)[1].split("</p>", 1)[0]).strip(" >")
+
+
+# ---------------------------------------------------------------- keys
+
+
+@pytest.mark.parametrize(("attribute", "shown"), [("rev", "100 USD"), ("staff", "7")])
+def test_a_key_of_the_default_definition_or_no_unit_opens_beside_its_siblings(review, attribute, shown):
+    """Two keys of one period: the default definition ("") beside non-GAAP, or no unit
+    beside people. The list links each; the default one's link must open that key (its
+    value, its form), not the list again - the link drops definition=/unit= because
+    they are empty, and the page reads an absent and an empty one alike (any)."""
+    http = review["http"]
+    listing = http.get("/key", params={"entity": "E", "attribute": attribute, "period": "2015-12-31"})
+    assert listing.status_code == 200 and "pick one" in listing.text
+    links = _links(listing, "/key?")
+    assert len(links) == 2
+    for link in links:
+        page = http.get(link)
+        assert page.status_code == 200 and 'id="value"' in page.text, (link, _text(page.text)[:300])
+    assert _value(http.get(links[0] + "&cutoff=2016-05-09")) == shown  # before the restatement
+    # the key page's own form (hidden unit and definition) answers the same key again
+    again = http.get(links[0] + "&cutoff=2016-05-11")
+    form = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', again.text))
+    page = http.get("/key", params={**form, "cutoff": "2016-05-11", "known_at": ""})
+    assert 'id="value"' in page.text and _value(page) == ("90 USD" if attribute == "rev" else shown)
+
+
+# ---------------------------------------------------------------- search
+
+
+def test_search_shows_the_filings_of_every_side_of_a_conflict(review):
+    """A conflicted key's hit shows both values: its sources column must name both
+    filings, not only the first candidate's (as if one filing stood behind both)."""
+    page = review["http"].get("/", params={"q": "cost", "type": "fact"})
+    assert page.status_code == 200
+    row = next(r for r in page.text.split('<tr class="conflicted">')[1:])
+    row = row.split("</tr>", 1)[0]
+    assert "5 USD" in _text(row) and "6 USD" in _text(row)
+    sources = {urllib.parse.parse_qs(urllib.parse.urlsplit(x).query)["id"][0] for x in _links(page, "/source?")}
+    assert sources == {"one", "two"}
+
+
+def test_an_entitys_memories_link_keeps_the_searchs_times(review):
+    """Searching for the entity's id as of 2016-05-09 offers "its memories": the link
+    must search at that cutoff too (the 10-K's 100), not as of now (the restated 90)."""
+    http = review["http"]
+    page = http.get("/", params={"q": "E", "cutoff": "2016-05-09", "known_at": "2099-01-01T00:00:00Z"})
+    assert page.status_code == 200 and "Entity E" in page.text
+    link = next(x for x in _links(page, "/?") if "entity=E" in x)
+    asked = urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)
+    assert asked.get("cutoff") == ["2016-05-09"] and asked.get("known_at") == ["2099-01-01T00:00:00Z"], link
+    hits = _text(http.get(link).text.split('class="hits"', 1)[1])
+    assert "100 USD" in hits and "90 USD" not in hits
+
+
+# ---------------------------------------------------------------- agent memory
+
+
+def test_a_candidate_fact_shows_its_whole_period(review):
+    """A candidate for a year's figure (2019-01-01..2019-12-31) waits in the queue: the
+    reviewer must see that period, not its end alone (an instant's key, another one)."""
+    mem, d = review["mem"], Scope(tenant=f"test-review-ui-queue-{uuid.uuid4().hex[:12]}")
+    mem.put_entity(d, Entity(id="E"))
+    mem.remember_fact(d, FactIn(entity="E", attribute="staff", unit="people", value=Decimal(7),
+                                period=Period(start=dt.date(2019, 1, 1), end=dt.date(2019, 12, 31))))
+    http = TestClient(build_app(mem, scope=d), base_url="http://127.0.0.1", raise_server_exceptions=False)
+    queue = _text(http.get("/agent").text.split('id="candidates"', 1)[1].split("</table>", 1)[0])
+    assert "E staff 2019-01-01..2019-12-31 = 7 people" in queue, queue
+
+
+# ---------------------------------------------------------------- lineage
+
+
+def test_lineage_of_an_erased_version_shows_it_erased(review):
+    """An erased input and the derived figure erased with it: the drawing must not show
+    an empty value (" = USD"), and the header no authority "None"."""
+    http = review["http"]
+    up = http.get("/lineage", params={"version": review["derived"].version_id})
+    assert up.status_code == 200
+    drawn = up.text.split('<svg class="graph"', 1)[1].split("</svg>", 1)[0]
+    subs = [_text(t).strip() for t in re.findall(r'<text class="sub"[^>]*>(.*?)</text>', drawn)]
+    facts = [t for t in subs if t.startswith("2015-12-31")]
+    assert len(facts) == 2 and all("[erased]" in t for t in facts), subs
+    header = _text(up.text.split("</h1>", 1)[1].split("</p>", 1)[0])
+    assert "[erased]" in header and "None" not in header
+
+
+# ---------------------------------------------------------------- times
+
+
+@pytest.mark.parametrize(("cutoff", "shown"), [("0001-01-01T00:00:00Z", "0001-01-01 00:00:00Z"),
+                                               ("0999-12-31", "0999-12-31 23:59:59Z")])
+def test_far_past_times_read_with_four_digit_years(review, cutoff, shown):
+    """A cutoff before the year 1000 is accepted and answered; the page must say which
+    (``strftime('%Y')`` writes year 1 as "1")."""
+    page = review["http"].get("/key", params={"entity": "E", "attribute": "cost", "period": "2015-12-31",
+                                              "cutoff": cutoff})
+    assert page.status_code == 200
+    answer = _text(page.text.split('id="answer"', 1)[1].split("</p>", 1)[0])
+    assert f"as of cutoff {shown}" in answer
+
+
+def test_a_filing_public_at_the_first_instant_draws_its_key(review):
+    """A filing public at 0001-01-01T00:00:00Z is accepted by the API: its key's page
+    must answer (the plot's first column picks "a second before the first tick", which
+    does not exist), not fail with a server error."""
+    mem, d = review["mem"], Scope(tenant=f"test-review-ui-first-{uuid.uuid4().hex[:12]}")
+    mem.put_entity(d, Entity(id="E"))
+    mem.record_source(d, Source(id="tablet", kind="tablet", authority="primary", publisher="scribe",
+                                available_by=dt.datetime(1, 1, 1, tzinfo=UTC)))
+    mem.assert_fact(d, FactIn(entity="E", attribute="grain", unit="", value=Decimal(1),
+                              period=Period(end=dt.date(1, 1, 1)), sources=("tablet",)))
+    http = TestClient(build_app(mem, scope=d), base_url="http://127.0.0.1", raise_server_exceptions=False)
+    page = http.get("/key", params={"entity": "E", "attribute": "grain"})
+    assert page.status_code == 200, _text(page.text)[-300:]
+    assert _value(page) == "1"
+    picks = re.search(r"data-x='([^']*)'", page.text).group(1)
+    assert picks.startswith('["0001-01-01T00:00:00Z"'), picks
+
+
+# ---------------------------------------------------------------- browser
+
+
+@pytest.fixture(scope="module")
+def served_review(review):
+    """The review tenant on loopback, one uvicorn server for the module."""
+    with serving(build_app(review["mem"], scope=review["scope"])) as url:
+        yield url
+
+
+def test_browser_back_shows_the_times_its_answer_is_for(browser, served_review):  # noqa: F811
+    """Ask at 2016-05-09 (the 10-K's 100), then at 2016-05-11 (the restated 90), then go
+    back: the page answers 100 again, and its form must say 2016-05-09 - not the
+    2016-05-11 the browser restores into the field it left."""
+    context = browser.new_context(viewport={"width": 1100, "height": 860})
+    context.set_default_timeout(120_000)
+    page = context.new_page()
+    key = f"{served_review}/key?entity=E&attribute=assets&period=2015-12-31"
+    page.goto(key + "&cutoff=2016-05-09")
+    assert page.inner_text("#value") == "100 USD" and page.input_value("#cutoff") == "2016-05-09"
+    page.fill("#cutoff", "2016-05-11")
+    page.click("#pick button")
+    page.wait_for_url(re.compile(r"cutoff=2016-05-11"))
+    assert page.inner_text("#value") == "90 USD"
+    page.go_back()
+    page.wait_for_url(re.compile(r"cutoff=2016-05-09"))
+    page.wait_for_load_state()
+    assert page.inner_text("#value") == "100 USD"
+    assert page.input_value("#cutoff") == "2016-05-09"
+    # the same on a page whose form holds the times macro's fields (a screen)
+    page.goto(f"{served_review}/screen?attribute=assets&period=2015-12-31&unit=USD&cutoff=2016-05-09")
+    page.fill("input[name=cutoff]", "2016-05-11")
+    page.click("form.filters button")
+    page.wait_for_url(re.compile(r"cutoff=2016-05-11"))
+    page.go_back()
+    page.wait_for_url(re.compile(r"cutoff=2016-05-09$"))
+    page.wait_for_load_state()
+    assert "100 USD" in page.inner_text("#screen")
+    assert page.input_value("input[name=cutoff]").startswith("2016-05-09")
+    context.close()
