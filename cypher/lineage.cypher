@@ -119,10 +119,10 @@ CALL (walked) {
 RETURN facts, derivations
 
 // name: lineage.fact_labels
-// What a lineage drawing shows of each fact: its key.
+// What a lineage drawing shows of each fact recorded by $known_at: its key.
 UNWIND $version_ids AS vid
 MATCH (f:Fact {version_id: vid})-[:VERSION_OF]->(k:FactKey)
-WHERE f.tenant = $tenant AND f.scope = $scope
+WHERE f.tenant = $tenant AND f.scope = $scope AND f.recorded_at <= $known_at
 RETURN vid AS version_id, k.entity AS entity, k.attribute AS attribute, k.period AS period
 
 // name: lineage.superseded
@@ -159,11 +159,11 @@ RETURN size(latest) > 0 AND
        }) AS superseded
 
 // name: lineage.upstream_step
-// One step up from a frontier of facts: each fact's evidence, and for derivations
-// their inputs with roles.
+// One step up from a frontier of facts: each fact's evidence as recorded by $known_at,
+// and for derivations their inputs with roles (recorded with the derivation).
 UNWIND $version_ids AS vid
-MATCH (f:Fact {version_id: vid})-[:EVIDENCED_BY]->(s:Source)
-WHERE f.tenant = $tenant AND f.scope = $scope
+MATCH (f:Fact {version_id: vid})-[e:EVIDENCED_BY]->(s:Source)
+WHERE f.tenant = $tenant AND f.scope = $scope AND e.recorded_at <= $known_at
 RETURN vid AS fact, s.id AS source, s.kind AS kind, s.authority AS authority,
        s:Derivation AS derivation, s.method AS method, s.uri AS uri,
        COLLECT { MATCH (s)-[u:USES]->(i:Fact) RETURN {version_id: i.version_id, role: u.role} } AS inputs

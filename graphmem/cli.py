@@ -771,14 +771,16 @@ def retract(source_id: str, reason: str, by: str | None, tenant: str,
               default="table", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), callback=_in_a_folder,
               help="File to write (required for graphml and png).")
+@click.option("--known-at", help="As recorded by then (ISO); default now.")
 @_scoped
 def lineage_cmd(version_id: str, direction: str, max_depth: int | None, fmt: str,
-                out: Path | None, tenant: str, scope_keys: tuple[str, ...]) -> None:
+                out: Path | None, known_at: str | None, tenant: str, scope_keys: tuple[str, ...]) -> None:
     """The lineage of one version, as a table, JSON, DOT, GraphML or a PNG drawing."""
     if fmt in ("graphml", "png") and out is None:
         raise InputError("--out", f"--format {fmt} writes a file: give --out FILE")
+    when = parse_time(known_at, "--known-at")
     with _connect() as mem:
-        graph = mem.lineage(_scope(tenant, scope_keys), version_id, direction, max_depth)
+        graph = mem.lineage(_scope(tenant, scope_keys), version_id, direction, max_depth, known_at=when)
     text = export.write(graph, fmt, out)
     if text is not None:
         click.echo(text)

@@ -453,7 +453,8 @@ def invalidate(tx: Tx, scope: Scope, version_ids: Sequence[str], *, reason: str,
 @collector.paused()  # see graphmem/collector.py
 def lineage_graph(tx: Tx, scope: Scope, version_id: str, direction: str,
                   max_depth: int | None, known_at: Any) -> nx.DiGraph:
-    """The lineage of one version as a DiGraph whose edges point from input to output."""
+    """The lineage of one version as a DiGraph whose edges point from input to output, as
+    recorded by ``known_at``: evidence and derivations recorded later are not in it."""
     params = scope_params(scope)
     graph = nx.DiGraph()
     if direction == "downstream":
@@ -471,7 +472,7 @@ def lineage_graph(tx: Tx, scope: Scope, version_id: str, direction: str,
         graph.add_node(f"f:{version_id}")
         while frontier and (max_depth is None or depth + 2 <= max_depth):
             nxt = []
-            for r in tx.run("lineage.upstream_step", version_ids=frontier, **params):
+            for r in tx.run("lineage.upstream_step", version_ids=frontier, known_at=known_at, **params):
                 if r["derivation"]:
                     d = f"d:{r['source'].removeprefix('derivation:')}"
                     graph.add_node(d, kind="derivation", method=r["method"])
@@ -488,9 +489,10 @@ def lineage_graph(tx: Tx, scope: Scope, version_id: str, direction: str,
     else:
         raise InputError("direction", "must be 'upstream' or 'downstream'")
     facts = [n[2:] for n in graph if n.startswith("f:")] or [version_id]
-    labelled = tx.run("lineage.fact_labels", version_ids=facts, **params)
+    labelled = tx.run("lineage.fact_labels", version_ids=facts, known_at=known_at, **params)
     if version_id not in {r["version_id"] for r in labelled}:
-        raise NotFoundError(f"no version {version_id} in scope {scope.id}")
+        raise NotFoundError(f"no version {version_id} in scope {scope.id} as recorded by "
+                            f"{native(known_at).isoformat()}")
     for r in labelled:
         graph.nodes[f"f:{r['version_id']}"].update(
             kind="fact", entity=r["entity"], attribute=r["attribute"], period=r["period"])

@@ -916,14 +916,15 @@ class Memory:
         return self.write(scope, "retract_source", work)
 
     def lineage(self, scope: Scope, version_id: str, direction: str = "upstream",
-                max_depth: int | None = None) -> Any:
-        """The lineage of a version as a ``networkx.DiGraph`` (edges from input to output)."""
+                max_depth: int | None = None, *, known_at: dt.datetime | None = None) -> Any:
+        """The lineage of a version as a ``networkx.DiGraph`` (edges from input to output),
+        as recorded by ``known_at`` (default now): what a number was built on then."""
         scope = self.scope(scope)
         limits.check_id("version_id", version_id)
         if direction not in ("upstream", "downstream"):  # before server_now, a query
             raise InputError("direction", f"must be 'upstream' or 'downstream', got {direction!r}")
         limits.check_int("max_depth", max_depth, 0, limits.DEPTH, optional=True)
-        known_at = self._now() or self.server_now()
+        known_at = _aware("known_at", known_at) or self._now() or self.server_now()
         return self._db.read(
             lambda tx: lineage.lineage_graph(tx, scope, version_id, direction, max_depth,
                                              known_at),

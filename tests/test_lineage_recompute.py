@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from graphmem import Entity, FactIn, Period, Source
+from graphmem import Entity, FactIn, NotFoundError, Period, Source
 
 UTC = dt.UTC
 T0 = dt.datetime(2025, 1, 10, tzinfo=UTC)
@@ -118,3 +118,26 @@ def test_lineage_depth_counts_the_same_way_up_and_down(mem, scope, base):
     assert set(mem.lineage(scope, base["x"].version_id, "downstream", max_depth=0)) == {
         f"f:{base['x'].version_id}"}
 
+
+
+def test_lineage_as_recorded_by_a_past_known_at_shows_what_a_number_was_built_on_then(mem, scope, base):
+    """s = derive(x). Later, x is corroborated by C's filing and s derived a second way
+    (from y). Upstream lineage as recorded before those writes shows x's filing A and one
+    derivation only; downstream of y as recorded then holds y alone; a version recorded
+    after known_at is not found. Upstream lineage took no known_at and drew today's graph."""
+    s = derive(mem, scope, "s", 30, a=base["x"])
+    then = s.recorded_at
+    assert fact(mem, scope, "x", 10, "C").version_id == base["x"].version_id  # corroborated later
+    mem.derive(scope, method="other", method_version="1", params={}, inputs={"b": base["y"].version_id},
+               output=FactIn(entity="E", attribute="s", value=30, period=Q, unit="USD"))
+    late = fact(mem, scope, "w", 1, "C")
+    now = mem.lineage(scope, s.version_id, "upstream")
+    past = mem.lineage(scope, s.version_id, "upstream", known_at=then)
+    assert {"s:A", "s:C", f"f:{base['y'].version_id}"} <= set(now)
+    assert {n for n in past if n[:2] in ("s:", "d:")} == {"s:A", next(n for n in past if n.startswith("d:"))}
+    assert f"f:{base['y'].version_id}" not in past
+    assert set(mem.lineage(scope, base["y"].version_id, "downstream", known_at=then)) == {
+        f"f:{base['y'].version_id}"}  # y alone: the second derivation was recorded later
+    assert f"f:{s.version_id}" in set(mem.lineage(scope, base["y"].version_id, "downstream"))
+    with pytest.raises(NotFoundError, match="as recorded by"):
+        mem.lineage(scope, late.version_id, "upstream", known_at=then)
