@@ -219,6 +219,9 @@ def test_lineage_and_impact(w):
     up = ok(call(server, "lineage", version_id=derived.version_id))
     assert {"s:10k", f"f:{v.version_id}"} <= {n["id"] for n in up["nodes"]}
     assert up["edges"] and not up["truncated"]
+    before = ok_error(call(server, "lineage", version_id=derived.version_id,
+                           known_at=(derived.recorded_at - dt.timedelta(microseconds=1)).isoformat()))
+    assert before["type"] == "NotFoundError" and "as recorded by" in before["message"]
     report = ok(call(server, "impact", source_id="10k"))
     assert {i["id"]: i["reason"] for i in report["items"]}[derived.version_id] == "invalid"
     assert report["recompute_order"] and report["counts"]["facts_invalid"] >= 1

@@ -409,13 +409,14 @@ def register(memory: Memory, access: Access, grants: Grants) -> list[Tool]:
     @tool("read", READ, "Lineage of a fact version")
     def lineage(version_id: Id, ctx: Context,
                 direction: Literal["upstream", "downstream"] = "upstream",
-                max_depth: Annotated[int | None, Field(ge=1, le=50)] = None
+                max_depth: Annotated[int | None, Field(ge=1, le=50)] = None, known_at: KnownAt = None
                 ) -> Annotated[CallToolResult, r.LineageOut]:
         """The derivation graph of a fact version as JSON nodes and edges (edges point from
         input to output): `upstream` for where it came from, `downstream` for what was built
-        on it."""
+        on it; as graphmem had recorded it by `known_at` (default now)."""
         def work(c: Caller) -> tuple[BaseModel, str]:
-            graph = memory.lineage(c.scope, version_id, direction, max_depth)
+            graph = memory.lineage(c.scope, version_id, direction, max_depth,
+                                   known_at=parse_time(known_at, "known_at"))
             out = r.lineage(graph, version_id, direction)
             edges = "\n".join(f"  {e['source']} -> {e['target']}" for e in out.edges)
             return out, f"lineage {direction} of {version_id}: {out.total_nodes} node(s)\n{edges}"
