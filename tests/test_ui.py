@@ -158,6 +158,17 @@ def test_lineage_up_and_down(http, world):
     assert f"/lineage?version={derived}" in down.text
 
 
+def test_lineage_as_recorded_by_a_known_at_keeps_it_in_its_links(http, world):
+    derived = world["mem"].versions(world["a"], [world["derived"].version_id])[0]
+    at = derived.recorded_at.isoformat()
+    up = http.get("/lineage", params={"version": derived.version_id, "known_at": at})
+    assert up.status_code == 200 and 'class="node source' in up.text
+    assert "known_at=" + urllib.parse.quote(at) in up.text.replace("&amp;", "&")  # its links keep the time
+    early = (derived.recorded_at - dt.timedelta(microseconds=1)).isoformat()
+    gone = http.get("/lineage", params={"version": derived.version_id, "known_at": early})
+    assert gone.status_code == 404 and "as recorded by" in gone.text
+
+
 def test_lineage_lists_its_versions_a_page_at_a_time(http, world, monkeypatch):
     from graphmem.ui import pages
 

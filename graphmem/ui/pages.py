@@ -229,12 +229,13 @@ def source(memory: Memory, scope: Scope, p: Params) -> Page:
 
 
 def lineage(memory: Memory, scope: Scope, p: Params) -> Page:
-    """A version's lineage graph, and its fact versions listed a page at a time in drawing
-    order: only the versions listed or drawn are read."""
+    """A version's lineage graph as recorded by ``known_at`` (default now), and its fact
+    versions listed a page at a time in drawing order: only the versions listed or drawn
+    are read."""
     version_id = p.text("version", required=True)
     direction = p.choice("direction", ("upstream", "downstream"), "upstream")
     depth = p.number("depth", None, 0, limits.DEPTH)
-    graph = memory.lineage(scope, version_id, direction or "upstream", depth)
+    graph = memory.lineage(scope, version_id, direction or "upstream", depth, known_at=p.time("known_at"))
     facts = [n for n in plot.in_order(graph) if graph.nodes[n].get("kind") == "fact"]
     page, pages = p.page(len(facts), ROWS_PER_PAGE)
     listed = [n[2:] for n in _window(facts, page, ROWS_PER_PAGE)]
