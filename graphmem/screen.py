@@ -46,8 +46,10 @@ the first one used.
 candidate keys come in several - across entities, or one entity's figure and its
 translation - ``InputError`` lists them (pass ``unit=``); never a silent pick. A
 line item's member panels (graphmem/research/lineitems.py) pass ``units``, the item's
-unit rule: keys in other units are left out, and the one-unit rule holds per entity,
-so each filer answers in its own currency.
+unit rule: keys in other units are left out, and each filer answers in its own
+currency; a filer whose figure comes in two allowed units (a 20-F's figure and its USD
+convenience translation) is conflicted between them, every candidate shown, and the
+rest of the universe is answered.
 
 **Sort**: ``entity`` (id order), ``value`` or ``-value`` (numeric, decimals before other
 values); rows without one value (conflicted, then not_found) follow in entity order.
@@ -335,19 +337,38 @@ def choose(q: Query, universe: list[str], answers: list[Answer], cutoff: dt.date
     for answer in answers:
         by_entity.setdefault(answer.entity, []).append(answer)
     entities = q.entities if q.entities is not None else universe
-    for group in (by_entity.values() if q.units is not None else [answers]):
-        _one_unit(q, [a for a in group if a.status != "not_found"])
+    if q.units is None:
+        _one_unit(q, [a for a in answers if a.status != "not_found"])
     out = []
     for entity in entities:
         mine = by_entity.get(entity, [])
         found = [a for a in mine if a.status != "not_found"]
-        if found:
+        if q.units is not None and q.unit is None and len({v.unit for a in found for v in _shown(a)}) > 1:
+            out.append(_in_several_units(q, found, cutoff, known_at))
+        elif found:
             # most entities have one candidate: its fit need not be measured
             out.append(found[0] if len(found) == 1 else min(found, key=lambda a: _fit(q.selected, a)))
         else:
             out.append(Answer(status="not_found", entity=entity, attribute=q.attribute, cutoff=cutoff,
                               known_at=known_at, explain=sum((a.explain for a in mine), Explain())))
     return out
+
+
+def _in_several_units(q: Query, found: list[Answer], cutoff: dt.datetime, known_at: dt.datetime) -> Answer:
+    """An entity whose figure comes in several units a line item allows (TSMC's TWD figure
+    and its USD convenience translation): conflicted between each unit's best-fitting key,
+    every candidate shown, as a conflict of publishers is - never a silent pick, and never
+    a refusal of the whole universe for one filer's second unit."""
+    by_unit: dict[str | None, list[Answer]] = {}
+    for answer in found:
+        by_unit.setdefault(_shown(answer)[0].unit, []).append(answer)
+    best = [min(group, key=lambda a: _fit(q.selected, a)) for _, group in sorted(by_unit.items(),
+                                                                                key=lambda u: u[0] or "")]
+    shown = tuple(v for a in best for v in _shown(a))
+    first = found[0]
+    return Answer(status="conflicted", entity=first.entity, attribute=first.attribute, cutoff=cutoff,
+                  known_at=known_at, require=first.require, candidates=shown,
+                  explain=sum((a.explain for a in found), Explain()))
 
 
 def _one_unit(q: Query, found: list[Answer]) -> None:

@@ -363,3 +363,36 @@ def test_a_line_items_arguments_are_checked_before_the_server_is_asked():
             with pytest.raises(InputError) as item:
                 offline.screen(scope, attribute=family["revenue"], frame="CY2024Q3", cutoff=None, known_at=known_at)
             assert (item.value.where, item.value.reason) == (concept.value.where, concept.value.reason)
+
+
+def test_a_filer_in_two_currencies_is_conflicted_and_the_universe_still_reads(migrated):
+    """TSMC's real 20-Fs give revenue in TWD and, for the latest year, a USD convenience
+    translation. A line-item panel over TSMC and LPA failed whole ("comes in several
+    units"); TSMC's cell is now conflicted between its two figures - each what a screen of
+    that concept in that unit answers - and LPA's reads as before. A screen of the concept
+    itself still asks for a unit (one column of values cannot mix currencies)."""
+    from pathlib import Path
+
+    from graphmem.loaders import sec
+    fixtures = Path(__file__).parent / "fixtures"
+    scope = Scope(tenant=f"test-lineitems-tsmc-{uuid.uuid4().hex[:8]}")
+    cutoff = t("2024-12-31")
+    with migrated.connect() as mem:
+        sec.load(mem, scope, fixtures / "companyfacts-CIK0001046179-tsmc.json",
+                 [fixtures / "submissions-CIK0001046179-tsmc.json"])
+        sec.load(mem, scope, fixtures / "companyfacts-CIK0001997711-lpa.json")
+        panel = mem.panel(scope, attribute=lineitems.load()["revenue"], frames=["CY2021"], cutoffs=[cutoff])
+        cells = {c.entity: c for c in panel.cells}
+        tsmc, lpa = cells["cik:1046179"], cells["cik:1997711"]
+        assert tsmc.status == "conflicted" and tsmc.value is None
+        by_unit = {v.unit: v for v in tsmc.answer.candidates}
+        assert set(by_unit) == {"TWD", "USD"}
+        for unit, version in by_unit.items():
+            [row] = mem.screen(scope, attribute="ifrs-full:Revenue", frame="CY2021", cutoff=cutoff, unit=unit,
+                               entities=["cik:1046179"]).answers
+            assert row.version.version_id == version.version_id
+        [alone] = mem.screen(scope, attribute=lpa.concept, frame="CY2021", cutoff=cutoff,
+                             entities=["cik:1997711"]).answers
+        assert lpa.status == "active" and lpa.value == alone.value
+        with pytest.raises(InputError, match="several units"):
+            mem.screen(scope, attribute="ifrs-full:Revenue", frame="CY2021", cutoff=cutoff)

@@ -39,9 +39,11 @@ A cell no member answers keeps nothing of a member's row: no value, unit or peri
 no first value, first version or restated flag.
 
 **Units.** With ``unit=None`` each entity's keys in a unit the item does not allow are
-left out and the screen's one-unit rule holds per entity: a panel of revenue takes each
-filer's figure in its own currency (a filer with two currencies for one frame is still
-refused). With ``unit=`` the member panels read that unit only.
+left out and each filer answers in its own currency: a panel of revenue takes each
+filer's figure in its own currency, and a filer with two currencies for one frame (a
+20-F's figure and its USD convenience translation) reads conflicted between them, every
+candidate shown (graphmem/screen.py's Units). With ``unit=`` the member panels read that
+unit only.
 
 **Lineage, when asked.** :func:`record` records the values of a panel or screen read
 as of now, in ONE write transaction: each distinct reported version with ``Memory.
@@ -217,8 +219,10 @@ def _why(concept: str, cell: PanelCell | None, frame: str | None, refused: tuple
 
 def _times(value: Decimal, sign: int) -> Decimal:
     """``value`` times the member's ``sign``, exactly: Decimal arithmetic rounds to its
-    context's 28 digits (``* -1`` and even ``* 1``), and a stored value may have 64."""
-    return value if sign == 1 else value.copy_negate()
+    context's 28 digits (``* -1`` and even ``* 1``), and a stored value may have 64. A
+    zero stays as it is: negated it would read ``-0`` (a CSV, a screen), where the item
+    recorded from it reads 0."""
+    return value if sign == 1 or not value else value.copy_negate()
 
 
 def _signed(answer: Answer, sign: int) -> Answer:
