@@ -250,3 +250,53 @@ def test_a_bad_range_is_refused_naming_its_option():
     assert len(years) == 7976 and years[-1].isoformat() == "9999-12-31T23:59:59.999999+00:00"
     assert [c.date().isoformat() for c in panel_cli.cutoffs("9999-10-15..9999-12-31:monthly")] == [
         "9999-10-31", "9999-11-30", "9999-12-31"]
+
+
+# ---------------------------------------------------------------- a zero negated, a text first reported
+
+
+Q1_24 = Period(start=dt.date(2024, 1, 1), end=dt.date(2024, 3, 31))
+JUNE = t("2024-06-01")
+
+
+def _file_cik5(mem, scope, sid, day, attribute, value, unit="USD"):
+    mem.record(scope, sources=[Source(id=sid, kind="10-Q", authority=Authority.PRIMARY, publisher="cik:5",
+                                      available_by=t(day))],
+               items=[FactIn(entity="cik:5", attribute=attribute, unit=unit, period=Q1_24, value=value,
+                             sources=(sid,))])
+
+
+def test_a_negated_zero_reads_zero_as_as_of_of_its_recorded_item_does(mem, scope):
+    """A capex of 0 (a member with sign -1) is 0 in the panel, its CSV and the screen -
+    not '-0' - as the recorded line item's as_of says."""
+    mem.put_entity(scope, Entity(id="cik:5", kind="company"))
+    _file_cik5(mem, scope, "a", "2024-04-20", "us-gaap:PaymentsToAcquirePropertyPlantAndEquipment", Decimal("0"))
+    capex = lineitems.load()["capex"]
+    panel = mem.panel(scope, attribute=capex, frames=["CY2024Q1"], cutoffs=[JUNE], first_reported=True)
+    (cell,) = panel.cells
+    row = panel_cli.rows(panel)[0]
+    assert (row["value"], row["first_value"]) == ("0", "0")
+    assert str(cell.value) == str(cell.answer.version.value) == "0"
+    screen = mem.screen(scope, attribute=capex, frame="CY2024Q1", cutoff=JUNE)
+    assert str(screen.answers[0].value) == "0"
+    lineitems.record(mem, scope, capex, panel)
+    recorded = mem.as_of(scope, entity="cik:5", attribute=capex.attribute, period=Q1_24, cutoff=JUNE)
+    assert str(recorded.value) == str(cell.value)
+
+
+def test_a_text_value_as_first_reported_survives_the_dataframe(mem, scope):
+    """A text attribute restated (auditor KPMG, then EY): the table keeps the first
+    value, as its value column keeps the value (value_text), not a null beside restated."""
+    mem.put_entity(scope, Entity(id="cik:5", kind="company"))
+    _file_cik5(mem, scope, "a", "2024-04-20", "dei:AuditorName", "KPMG", unit="")
+    _file_cik5(mem, scope, "b", "2024-05-20", "dei:AuditorName", "EY", unit="")
+    panel = mem.panel(scope, attribute="dei:AuditorName", frames=["CY2024Q1"], cutoffs=[JUNE],
+                      first_reported=True)
+    (cell,) = panel.cells
+    assert (cell.value, cell.first_value, cell.restated) == ("EY", "KPMG", True)
+    table = panel.to_arrow()
+    assert table.column("value_text").to_pylist() == ["EY"]
+    assert table.column("first_value_text").to_pylist() == ["KPMG"]
+    assert table.column("restated").to_pylist() == [True]
+    assert panel.to_pandas()["first_value_text"].tolist() == ["KPMG"]
+    assert panel.to_polars()["first_value_text"].to_list() == ["KPMG"]

@@ -16,7 +16,9 @@ answer) or a history's versions (one row per version). Columns, typed:
   UTC]``; period ends as ``date32``;
 - ``filings``: ``list<string>``, the source ids behind the value (every candidate's when
   conflicted); ``version_id``: the answering version (null unless active);
-- a panel's ``frame``, ``first_value``, ``first_version_id`` and ``restated``; a line
+- a panel's ``frame``, ``first_value`` (and ``first_value_text``, as ``value_text``: a
+  text first value is no number, and a null beside ``restated`` would hide what was
+  restated), ``first_version_id`` and ``restated``; a line
   item's panel (graphmem/research/lineitems.py) adds, as its CSV does, ``concept`` (the
   member chosen, null when none is) and ``skipped`` (``list<string>``, the members
   skipped before it with why).
@@ -184,10 +186,11 @@ def _rows(result: Any, pa: Any) -> tuple[list[tuple[Any, ...]], _Parts, str, lis
 
     parts = _Parts()
     if isinstance(result, Panel):
-        extra = [("frame", pa.string()), ("first_value", None), ("first_version_id", pa.string()),
-                 ("restated", pa.bool_())]
+        extra = [("frame", pa.string()), ("first_value", None), ("first_value_text", pa.string()),
+                 ("first_version_id", pa.string()), ("restated", pa.bool_())]
         item = [("concept", pa.string()), ("skipped", pa.list_(pa.string()))] if result.item else []
-        return (_answer_rows(parts, ((c.answer, (c.frame, c.first_value, c.first_version_id, c.restated,
+        return (_answer_rows(parts, ((c.answer, (c.frame, c.first_value, _text(c.first_value),
+                                                 c.first_version_id, c.restated,
                                                  *((c.concept, list(c.skipped)) if item else ())))
                                      for c in result.cells)), parts, "cells", extra + item)
     if isinstance(result, Screen):
