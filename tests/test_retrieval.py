@@ -622,3 +622,25 @@ def test_a_bad_toy_dimension_is_refused_as_a_bad_argument(w, spec):
         w.mem.embed(w.scope, embedder=spec)
     with pytest.raises(InputError, match="dim"):
         w.search("widget", mode="semantic", embedder=spec)
+
+
+def test_explain_by_meaning_counts_what_the_copys_filters_removed_as_a_text_search_does(w):
+    """A search by meaning sends only members of the asked types, recorded by known_at and
+    public by the cutoff; the others were counted nowhere (explain.removed said nothing
+    of the cutoff that left out half the scope). They are counted as a text search of
+    the same memories counts them."""
+    w.source("early", DAY0, title="widget report")
+    w.source("late", DAY0 + dt.timedelta(days=30), title="widget report")
+    w.mem.assert_facts(w.scope, [w.fact_in(Decimal(i), "early" if i % 2 else "late", attribute=f"widget_{i}")
+                                 for i in range(6)])
+    w.mem.save_task_state(w.scope, TaskStateIn(task_id="t1", goal="count the widgets"))
+    w.mem.embed(w.scope, embedder=toy)
+    cutoff = DAY0 + dt.timedelta(days=1)
+    for types in (["fact"], ["fact", "task_state"], ["task_state"]):
+        text = w.search("widget", types=types, cutoff=cutoff, match="any", limit=50)
+        for mode in ("semantic", "hybrid"):
+            meaning = w.search("widget", types=types, cutoff=cutoff, mode=mode, embedder=toy, limit=50)
+            assert meaning.explain.removed == text.explain.removed, (types, mode, meaning.explain)
+            assert meaning.explain.matched == text.explain.matched
+    assert w.search("widget", types=["fact"], cutoff=cutoff, mode="semantic",
+                    embedder=toy).explain.removed == {"type": 1, "cutoff": 3}  # the task state; late facts

@@ -221,6 +221,8 @@ def run(memory: Any, scope: Scope, q: dict[str, Any], embedder: Embedder, *,
     found = _Lookup.of(scope, q, prepared["found"])
     members, meaning = scores.legal, _fused(q["mode"], scores, found)
     ev = _evaluate(memory, scope, q, scores, members, meaning)
+    ev.matched += sum(scores.removed.values())  # every member is matched by meaning; these were never sent
+    ev.reasons.update(scores.removed)
     top = ev.ranked[:q["limit"]]
     best = max(found.text.values(), default=0.0)
     hits = tuple(_hit(h, position, best, ev, scores, found) for position, h in enumerate(top, 1))

@@ -71,6 +71,9 @@ class Scores:
     legal: np.ndarray  # the members recorded by known_at, public by the cutoff, of the types asked: indexes, sorted
     unready: int  # members with no vector by the embedder yet
     span: tuple[float, float]  # the members' lowest and highest similarity (0, 0 when none has a vector)
+    # the members each of those filters removed, in search.hits' order (type, known_at,
+    # cutoff): never sent, so counted here for explain, as a text search counts its matches'
+    removed: dict[str, int] = field(default_factory=dict)
 
     def of(self, memory_id: str) -> float | None:
         """One memory's similarity (None: no vector, or not in this copy)."""
@@ -249,9 +252,8 @@ class ScopeVectors:
             similarity = self._similarity(query, count)
             similarity[state != VECTORS] = np.nan
             member = state != GONE
-            ok = member & (self.recorded[:count] <= known_at) & (self.available[:count] <= cutoff)
-            if facts is not None:
-                ok &= self.fact[:count] == facts
+            ok, removed = _filtered(member, self.fact[:count], self.recorded[:count], self.available[:count],
+                                    known_at, cutoff, facts)
             legal, unready = np.flatnonzero(ok), int(np.count_nonzero(state == UNREADY))
             low, high = np.fmin.reduce(similarity, initial=np.nan), np.fmax.reduce(similarity, initial=np.nan)
         else:
@@ -261,14 +263,27 @@ class ScopeVectors:
             similarity[about] = np.where(state[about] == VECTORS, self._similarity(query, count, about), np.nan)
             member = np.zeros(count, bool)
             member[about] = True
-            ok = (self.recorded[about] <= known_at) & (self.available[about] <= cutoff)
-            if facts is not None:
-                ok &= self.fact[about] == facts
+            ok, removed = _filtered(np.ones(len(about), bool), self.fact[about], self.recorded[about],
+                                    self.available[about], known_at, cutoff, facts)
             legal, unready = about[ok], int(np.count_nonzero(state[about] == UNREADY))
             low, high = (np.fmin.reduce(similarity[about], initial=np.nan),
                          np.fmax.reduce(similarity[about], initial=np.nan))
         span = (0.0, 0.0) if np.isnan(low) else (float(low), float(high))
-        return Scores(self.ids, self.index, self.fact[:count].copy(), similarity, member, legal, unready, span)
+        return Scores(self.ids, self.index, self.fact[:count].copy(), similarity, member, legal, unready, span,
+                      removed)
+
+
+def _filtered(member: np.ndarray, fact: np.ndarray, recorded: np.ndarray, available: np.ndarray, known_at: int,
+              cutoff: int, facts: bool | None) -> tuple[np.ndarray, dict[str, int]]:
+    """Which members pass the type, known_at and cutoff filters, and how many each
+    removed, in search.hits' order (a memory is counted under the first that removes it)."""
+    typed = member if facts is None else member & (fact == facts)
+    known = typed & (recorded <= known_at)
+    ok = known & (available <= cutoff)
+    counts = {"type": np.count_nonzero(member) - np.count_nonzero(typed),
+              "known_at": np.count_nonzero(typed) - np.count_nonzero(known),
+              "cutoff": np.count_nonzero(known) - np.count_nonzero(ok)}
+    return ok, {name: int(n) for name, n in counts.items() if n}
 
 
 class VectorCache:
