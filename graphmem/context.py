@@ -56,6 +56,7 @@ import datetime as dt
 import hashlib
 import json
 import math
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -90,6 +91,18 @@ OUTCOMES = ("included", "cut", "not_considered", "filtered", "candidate", "not_f
 def approx_tokens(text: str) -> int:
     """The default token count: ``max(whitespace words, ceil(characters / 4))``."""
     return max(len(text.split()), math.ceil(len(text) / 4))
+
+
+def counted(tokenizer: Tokenizer) -> Tokenizer:
+    """``tokenizer`` held to being a count: a fractional one (``len(text) / 4``, the usual
+    estimate) is rounded up, never down, and anything but a number >= 0 is refused
+    (InputError): a negative count would let a context of any length pass any budget."""
+    def count(text: str) -> int:
+        n = tokenizer(text)
+        if isinstance(n, bool) or not isinstance(n, numbers.Real) or not 0 <= n < math.inf:
+            raise InputError("tokenizer", f"must return a number of tokens >= 0, returned {n!r}")
+        return math.ceil(n)
+    return count
 
 
 def _time(value: dt.datetime | None) -> str:
@@ -197,7 +210,10 @@ def plan(task_id: str, hits: Sequence[SearchHit], token_budget: int, tokenizer: 
     def footer(n: int) -> str:
         return f"# {n} lower-priority memories cut for the token budget (see the snapshot)"
 
-    reserve = tokenizer(header) + 1 + tokenizer(footer(len(ordered))) + 1
+    # the footer is rendered only when something is cut: reserved only when not all fits
+    whole = tokenizer(header) + sum(tokenizer(line) + 1 for h in ordered for _, line, _ in _lines(h))
+    framing = tokenizer(header) + 1 + tokenizer(footer(len(ordered))) + 1  # as considered
+    reserve = tokenizer(header) if whole <= token_budget else framing
     if reserve > token_budget:
         raise InputError("token_budget", f"{token_budget} tokens cannot hold the context's "
                                          f"header and footer ({reserve} tokens)")
@@ -236,7 +252,7 @@ def plan(task_id: str, hits: Sequence[SearchHit], token_budget: int, tokenizer: 
                 "claim_hash": (echo.fingerprint(claim)
                                if len(echo.normalise(claim)) >= echo.MIN_CLAIM else None)})
     return Plan(rendered, included, [i for i in items if i.decision == "cut"], line_rows,
-                total, reserve + sum(i.tokens for i in items))
+                total, framing + sum(i.tokens for i in items))
 
 
 @dataclass(frozen=True)
@@ -377,8 +393,13 @@ def record(tx: Tx, scope: Scope, *, task_id: str, memories: Memories, token_budg
     if memories.hits and known_at is None:  # hits that do not say when: as of now
         cutoff = known_at = at
     hits = reread(tx, scope, memories, cutoff, known_at)
+    if query is not None and len(hits) < len(memories.hits):
+        # re-read at its own search's times, a hit is left out only when it was erased
+        # since: the erasure has already scrubbed the queries of the snapshots that
+        # considered it, and would have scrubbed this one's (its words may name it)
+        query = None
     count = tokenizer or approx_tokens
-    p = plan(task_id, hits, token_budget, count, cutoff, known_at)
+    p = plan(task_id, hits, token_budget, counted(count), cutoff, known_at)
     rendered_hash = hashlib.sha256(p.rendered.encode()).hexdigest()
     snapshot_id = digest(scope.id, task_id, rendered_hash, call, prefix="ctx_")
     name = getattr(count, "__qualname__", type(count).__name__)
@@ -509,6 +530,11 @@ def _step(tx: Tx, scope: Scope, ctx: Context, memory_id: str,
     if state["candidate"]:
         return TraceStep(memory_id=memory_id, outcome="candidate",
                          detail="stored only as a candidate awaiting review; never live")
+    if evaluation is None and (name := _memory_filter(tx, scope, ctx, memory_id)):
+        return TraceStep(memory_id=memory_id, outcome="filtered", filter=name,
+                         detail=f"not live at cutoff {_time(ctx.cutoff)}, known_at "
+                                f"{_time(ctx.known_at)}: removed by {name} (a memory passed to "
+                                "build_context there was left out)")
     if evaluation is None:
         return TraceStep(memory_id=memory_id, outcome="not_considered",
                          detail="not passed to build_context (no search query was recorded, "
@@ -528,6 +554,17 @@ def _step(tx: Tx, scope: Scope, ctx: Context, memory_id: str,
     return TraceStep(memory_id=memory_id, outcome="not_found",
                      detail="stored, but the search did not match it (its text has none of "
                             "the query's required terms, or another type/entity)")
+
+
+def _memory_filter(tx: Tx, scope: Scope, ctx: Context, memory_id: str) -> str | None:
+    """The filter that removes an experience or task state at the snapshot's (cutoff,
+    known_at), when no search query says (hits passed alone, read at those times: a task
+    state replaced by then was passed and left out, not "not passed"); None if it is live
+    there, no such memory, or the snapshot read nothing."""
+    if ctx.cutoff is None or ctx.known_at is None or not memory_id.startswith(("exp_", "ts_")):
+        return None
+    _, removed = search.memories_at(tx, scope, [memory_id], ctx.cutoff, ctx.known_at)
+    return removed.get(memory_id)
 
 
 def _shown(hit: search._Hit) -> list[str]:

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from procs import env
+from world import World, t
 
-from graphmem import Entity, InputError, Memory, Scope, TaskStateIn
+from graphmem import Entity, InputError, Memory, Scope, TaskStateIn, echo
 from graphmem.cli import main
 from graphmem.eval import counterexamples, locomo, queries, score, throwaway
 from graphmem.integrations.langgraph import GraphmemStore
@@ -221,3 +223,57 @@ def test_the_withdrawal_and_erasure_checks_fail_when_search_finds_nothing_at_all
         w = counterexamples.World(mem, scope, None)
         group(w)
         assert dict(w.checks)[check] is False
+
+
+def test_a_conflict_hit_showing_both_relevant_candidates_recalls_both(mem, scope, tmp_path: Path):
+    w = World(mem, scope)
+    """Two equal publishers disagree: the one hit of the key shows both candidates, so a
+    query naming both as relevant has found both (recall 1), not one of them (0.5)."""
+    w.source("a", t("2024-05-01"), publisher="cik:1")
+    w.source("b", t("2024-05-02"), publisher="cik:2")
+    va, vb = w.fact(Decimal("100"), "a"), w.fact(Decimal("120"), "b")
+    [hit] = w.search("acme revenue").hits
+    assert hit.status == "conflicted" and set(hit.memory_ids) == {va.version_id, vb.version_id}
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps({"query": "acme revenue", "scope": {"tenant": w.scope.tenant},
+                                "relevant": [va.version_id, vb.version_id]}))
+    report = queries.run(w.mem, path)
+    assert report["rungs"]["text"]["groups"]["all"] == {
+        "queries": 1, "recall@5": 1.0, "recall@10": 1.0, "mrr": 1.0}
+
+
+@pytest.mark.parametrize("bad", [
+    {"types": "experiance"}, {"types": ["fact", 3]}, {"relevant": [{"id": "x"}]},
+    {"forbidden": [["x"]]}, {"group": ["code"]}])
+def test_a_malformed_query_line_is_refused_by_its_line_number_before_any_search(
+        mem, scope, tmp_path: Path, monkeypatch, bad):
+    """A query set is checked line by line before anything runs: a wrong ``types``,
+    a relevant id that is no string or a group that is no label is named by its line,
+    not met half-way through the run as another error (or a TypeError)."""
+    good = {"query": "deploy", "scope": {"tenant": scope.tenant}}
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, **bad}))
+    searched: list[str] = []
+    monkeypatch.setattr(Memory, "search", lambda self, *a, **kw: searched.append(kw["text"]))
+    with pytest.raises(InputError) as refused:
+        queries.run(mem, path)
+    assert refused.value.where == f"{path}:2" and searched == []
+
+
+# ------------------------------------------------------------------ eval counterexamples
+
+
+@pytest.mark.parametrize("broken", ["text", "ids"])
+def test_the_echo_counterexample_fails_when_either_half_of_the_guard_is_broken(mem, monkeypatch, broken):
+    """The guard refuses a repeated line by its text and a cited memory by its id. The
+    check repeated a line that holds the id too, so it passed with the text half broken
+    (an agent quoting its context without the tag would be let through) and with the id
+    half broken."""
+    if broken == "text":
+        monkeypatch.setattr(echo, "fingerprints", lambda text: [])
+    else:
+        monkeypatch.setattr(echo, "MEMORY_ID", echo.re.compile(r"(?!)"))
+    monkeypatch.setattr(counterexamples, "GROUPS", tuple(
+        g for g in counterexamples.GROUPS if g[2] is counterexamples.echo_refused))
+    report = counterexamples.run(mem)
+    assert [g["status"] for g in report["groups"]] == ["fail"] and not report["ok"]

@@ -34,6 +34,7 @@ from graphmem import (
     Source,
     TaskStateIn,
 )
+from graphmem.context import approx_tokens
 
 
 @pytest.fixture
@@ -856,3 +857,85 @@ def test_a_different_write_under_a_candidates_event_id_is_refused_not_dropped(w)
     with pytest.raises(InputError, match="different content"):
         w.mem.remember_experience(w.scope, ExperienceIn(
             trigger="deploy failed", outcome="restarted the pods", event_id="ev-1"))
+
+
+# ------------------------------------------------------------------ trace
+
+
+def test_trace_of_a_replaced_task_state_passed_as_hits_says_it_was_filtered(mem, scope):
+    """Hits alone are read as of now: a task state replaced since its search is left out.
+    trace said "not passed to build_context" of the memory that was passed; it is the
+    superseded filter that removed it."""
+    old = mem.save_task_state(scope, TaskStateIn(task_id="deploy", goal="roll back the deploy"))
+    hits = list(mem.search(scope, text="deploy").hits)
+    assert [h.memory_id for h in hits] == [old.id]
+    mem.save_task_state(scope, TaskStateIn(task_id="deploy", goal="deploy rolled back, verify it"))
+    ctx = mem.build_context(scope, task_id="t", memories=hits, token_budget=400)
+    assert ctx.included == () and ctx.cut == ()
+    traced = mem.trace(scope, ctx.snapshot_id, old.id)
+    assert traced.outcome == "filtered", traced
+    assert traced.steps[0].filter == "status:superseded"
+
+
+# ------------------------------------------------------------------ build_context budget
+
+
+@pytest.mark.parametrize("tokenizer", [lambda s: len(s) / 4, lambda s: -1, lambda s: "many"])
+def test_a_tokenizer_that_is_no_count_is_refused_or_rounded_up_never_a_crash(w, tokenizer):
+    """``len(text) / 4`` is the usual quick estimate: its fractional counts are rounded up
+    (a count is never below what the tokenizer said), not met by a ValidationError from
+    the snapshot's model; a negative or non-numeric count (which let a context of any
+    length pass any budget) is refused naming the tokenizer."""
+    w.source("10q", t("2024-05-01"), publisher="cik:1")
+    w.fact(Decimal("100"), "10q")
+    res = w.search("acme revenue")
+    if tokenizer("x") == 0.25:
+        ctx = w.mem.build_context(w.scope, task_id="t", memories=res, token_budget=200, tokenizer=tokenizer)
+        assert [i.memory_id for i in ctx.included] == [res.hits[0].memory_id]
+        assert isinstance(ctx.tokens_used, int) and tokenizer(ctx.rendered) <= ctx.tokens_used <= 200
+        return
+    with pytest.raises(InputError) as refused:
+        w.mem.build_context(w.scope, task_id="t", memories=res, token_budget=40, tokenizer=tokenizer)
+    assert refused.value.where == "tokenizer"
+
+
+# ------------------------------------------------------------------ erasure
+
+
+def test_a_context_built_after_an_erasure_from_an_earlier_search_keeps_no_query_naming_it(w):
+    """An erasure removes the search query of every snapshot that considered an erased
+    memory or names the entity. A search made before the erasure, built into a context
+    after it, left its query ("Acme Corp revenue": the erased name) in the snapshot for
+    good - the erasure had already run."""
+    w.source("10q", t("2024-05-01"), publisher="cik:1")
+    w.fact(Decimal("918273"), "10q")
+    res = w.search("Acme Corp revenue", match="any")
+    assert len(res.hits) == 1
+    before = w.mem.build_context(w.scope, task_id="t", memories=res, token_budget=400)
+    w.mem.erase(w.scope, entity="acme", reason="the user asked to be forgotten")
+    after = w.mem.build_context(w.scope, task_id="t", memories=res, token_budget=400)
+    assert after.included == ()
+    for ctx in (before, after):
+        snap = w.mem.context_snapshot(w.scope, ctx.snapshot_id)
+        assert snap.query is None, (ctx is after, snap.query)
+        assert "Acme" not in snap.model_dump_json()
+
+
+def test_a_context_that_fits_its_budget_whole_is_not_cut_for_a_footer_it_does_not_need(w):
+    """The footer ("# n memories cut") is only rendered when something is cut, but its
+    tokens were always reserved: a budget of exactly what the whole context takes cut its
+    only memory (and rendered the footer instead), and an empty search's context was
+    refused for a budget that holds its header."""
+    w.source("10q", t("2024-05-01"), publisher="cik:1")
+    w.fact(Decimal("100"), "10q")
+    res = w.search("acme revenue")
+    whole = w.mem.build_context(w.scope, task_id="t", memories=res, token_budget=4000)
+    assert len(whole.included) == 1 and whole.cut == ()
+    *header, line = whole.rendered.splitlines()
+    needs = approx_tokens("\n".join(header)) + approx_tokens(line) + 1  # as the builder counts
+    tight = w.mem.build_context(w.scope, task_id="t", memories=res, token_budget=needs)
+    assert tight.rendered == whole.rendered and tight.cut == ()
+    empty = w.search("never given anywhere")
+    assert empty.hits == ()
+    header = w.mem.build_context(w.scope, task_id="t", memories=empty, token_budget=4000)
+    w.mem.build_context(w.scope, task_id="t", memories=empty, token_budget=header.tokens_used)

@@ -112,13 +112,21 @@ def echo_refused(w: World) -> None:
     result = w.mem.search(w.scope, text="E-4012")
     ctx = w.mem.build_context(w.scope, task_id="eval", memories=result, token_budget=400)
     line = next((x for x in (ctx.rendered or "").splitlines() if "E-4012" in x), "")
+    tag, _, text = line.partition("] ")  # the text alone: refused for what it says, not its id
+    w.check("an agent repeating its context back is refused as evidence", text and _echo_refused(w, text))
+    w.check("an agent citing an injected memory's id is refused as evidence",
+            tag and _echo_refused(w, f"as memory {tag.rsplit(' ', 1)[-1]} said, the retry worked"))
+
+
+def _echo_refused(w: World, outcome: str) -> bool:
+    """Whether an experience observing ``outcome`` is refused by the echo guard: each
+    half of the guard (the text repeated, a memory id cited) is checked on its own."""
     try:
-        w.mem.remember_experience(w.scope, ExperienceIn(trigger="card payment declined E-4012", outcome=line,
+        w.mem.remember_experience(w.scope, ExperienceIn(trigger="card payment declined E-4012", outcome=outcome,
                                                         evidence=("run-1",)))
-        refused = False
     except EchoError:
-        refused = True
-    w.check("an agent repeating its context back is refused as evidence", line and refused)
+        return True
+    return False
 
 
 def poison_resisted(w: World) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..models import Scope
+from ..models import MEMORY_TYPES, Scope
 from . import rungs, score
 
 MAX_QUERIES = 100_000
@@ -46,8 +46,12 @@ def read(path: Path) -> list[dict[str, Any]]:
             raise InputError(where, f"not JSON: {exc}") from exc
         if not isinstance(q, dict) or not isinstance(q.get("query"), str):
             raise InputError(where, 'an object with a "query" string is required')
-        if not isinstance(q.get("relevant", []), list) or not isinstance(q.get("forbidden", []), list):
+        if not all(_strings(q.get(k, [])) for k in ("relevant", "forbidden")):
             raise InputError(where, '"relevant" and "forbidden" are lists of ids')
+        if q.get("group") is not None and not isinstance(q["group"], str):
+            raise InputError(where, '"group" is a label (a string)')
+        if "types" in q and not _types(q["types"]):
+            raise InputError(where, f'"types" is a list of memory types ({", ".join(MEMORY_TYPES)})')
         try:
             q["_scope"] = _scope(q)
             q["_times"] = {k: _time(q.get(k)) for k in ("cutoff", "known_at")}
@@ -57,6 +61,17 @@ def read(path: Path) -> list[dict[str, Any]]:
     if len(out) > MAX_QUERIES:
         raise InputError(str(path), f"{len(out):,} queries; at most {MAX_QUERIES:,}")
     return out
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+def _types(value: Any) -> bool:
+    """``types`` as the search takes it (one type, or a list of them; null: every type),
+    checked here so that a wrong one is named by its line before any search runs."""
+    value = [value] if isinstance(value, str) else value
+    return value is None or (_strings(value) and bool(value) and set(value) <= set(MEMORY_TYPES))
 
 
 def _scope(q: dict[str, Any]) -> tuple[Scope, str | None]:
@@ -101,13 +116,11 @@ def run(memory: Any, path: Path, embedder: Any = None, limit: int = 10) -> dict[
             result, ms = score.timed(
                 memory.search, scope, text=q["query"], types=q.get("types"), entity=entity, limit=limit,
                 match="any", mode=rung, embedder=embedder if rung != "text" else None, **q["_times"])
-            ranked = [h.answer.attribute if entity and h.answer else h.memory_id for h in result.hits]
+            # a hit retrieves every id it stands for (each of a conflict's candidates)
             shown = [_stands_for(h, entity) for h in result.hits]
             relevant, forbidden = set(q.get("relevant", [])), set(q.get("forbidden", []))
-            # a hit counts as an id it stands for (a conflict's candidates, a key's version)
-            ranked = [next(iter(ids & relevant), r) for ids, r in zip(shown, ranked, strict=True)]
             forbidden_hits = {i for ids in shown for i in ids} & forbidden
-            tallies[rung].add([q["group"]] if q.get("group") else [], ranked, relevant, len(forbidden_hits),
+            tallies[rung].add([q["group"]] if q.get("group") else [], shown, relevant, len(forbidden_hits),
                               ms=ms, embedding_ms=result.explain.embedding_ms)
     results = {r: t.summary() for r, t in tallies.items()}
     return {"queries": str(path), "embedder": embedder.name if embedder else None, "rungs": results,

@@ -7,7 +7,7 @@ import math
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,22 +36,25 @@ class Tally:
     latency_ms: list[float] = field(default_factory=list)
     embedding_ms: list[float] = field(default_factory=list)
 
-    def add(self, groups: Iterable[str], ranked: Sequence[str], relevant: set[str],
+    def add(self, groups: Iterable[str], ranked: Sequence[str | Collection[str]], relevant: set[str],
             forbidden: int = 0, ms: float = 0.0, embedding_ms: float | None = None) -> None:
-        """One query: its hits' ids best first, its relevant ids, how many forbidden ids
-        it returned, its latency and query-embedding time. A query without relevant ids
-        (one that only forbids) has no recall or rank to score: it counts for forbidden
-        hits and latency, and is left out of recall and MRR rather than scored 0."""
+        """One query: its hits best first (each an id, or every id the hit stands for: a
+        conflict's hit shows all its candidates, so it retrieves each of them), its
+        relevant ids, how many forbidden ids it returned, its latency and query-embedding
+        time. A query without relevant ids (one that only forbids) has no recall or rank
+        to score: it counts for forbidden hits and latency, and is left out of recall and
+        MRR rather than scored 0."""
         self.latency_ms.append(ms)
         if embedding_ms is not None:
             self.embedding_ms.append(embedding_ms)
         self.forbidden += forbidden
         if not relevant:
             return
-        first = next((i for i, r in enumerate(ranked, 1) if r in relevant), None)
+        hits = [{r} if isinstance(r, str) else set(r) for r in ranked]
+        first = next((i for i, ids in enumerate(hits, 1) if ids & relevant), None)
         for g in ("all", *groups):
             for k in KS:
-                self.recall[g][k].append(len(relevant & set(ranked[:k])) / len(relevant))
+                self.recall[g][k].append(len(relevant & set().union(*hits[:k])) / len(relevant))
             self.rr[g].append(1 / first if first else 0.0)
 
     def summary(self) -> dict[str, Any]:
