@@ -66,6 +66,7 @@ class _Known(NamedTuple):
     sources: dict[str, dict[str, Any]]  # the usable ones, by id, with when each became public
     missing: set[str]  # entity ids not recorded (or erased)
     retracted: set[str]  # source ids recorded but withdrawn
+    erased: set[str]  # entity ids of ``missing`` that were erased
 
 
 def _known(tx: Tx, scope: Scope, source_ids: Iterable[str], entity_ids: Iterable[str]) -> _Known:
@@ -79,7 +80,8 @@ def _known(tx: Tx, scope: Scope, source_ids: Iterable[str], entity_ids: Iterable
     sources = {sids[s["uid"]]: {"id": sids[s["uid"]], "available_by": from_micros(s["available_by"])}
                for s in row["sources"] if not s["erased"] and not s["retracted"]}
     return _Known(sources, {eids[uid] for uid in row["missing_entities"]},
-                  {sids[s["uid"]] for s in row["sources"] if s["retracted"] and not s["erased"]})
+                  {sids[s["uid"]] for s in row["sources"] if s["retracted"] and not s["erased"]},
+                  {eids[uid] for uid in row["erased_entities"]})
 
 
 def _source_reasons(claimed: Sequence[str], known: _Known, what: str) -> list[str]:
@@ -90,9 +92,11 @@ def _source_reasons(claimed: Sequence[str], known: _Known, what: str) -> list[st
             for sid in claimed if sid not in known.sources]
 
 
-def _entity_reasons(missing: set[str]) -> list[str]:
-    return [f"entity {e!r} is not recorded in this scope (put_entity first)"
-            for e in sorted(missing)]
+def _entity_reasons(known: _Known) -> list[str]:
+    """Why the write's entities keep it a candidate: not recorded (put_entity first), or
+    erased - put_entity refuses to bring an erased entity back, so it is not the remedy."""
+    return [f"entity {e!r} was erased: it takes no new memories" if e in known.erased
+            else f"entity {e!r} is not recorded in this scope (put_entity first)" for e in sorted(known.missing)]
 
 
 # ---------------------------------------------------------------- candidates
@@ -184,7 +188,7 @@ def list_candidates(tx: Tx, scope: Scope, *, ids: Sequence[str] | None = None,
 def remember_fact(tx: Tx, scope: Scope, fact: FactIn, at: Any) -> Remembered:
     """The gated fact write: live if it has recorded sources and entity, else a candidate."""
     known = _known(tx, scope, fact.sources, [fact.entity])
-    reasons = _entity_reasons(known.missing) + _source_reasons(
+    reasons = _entity_reasons(known) + _source_reasons(
         fact.sources, known, "a fact needs at least one source")
     if reasons:
         return _store_candidate(tx, scope, "fact", _fact_payload(fact), reasons, at)
@@ -223,7 +227,7 @@ def remember_experience(tx: Tx, scope: Scope, experience: ExperienceIn, at: Any,
     reasons = []
     if not (experience.outcome or "").strip():
         reasons.append("no observed outcome: an experience records what was observed")
-    reasons += _entity_reasons(known.missing)
+    reasons += _entity_reasons(known)
     if approval is None:
         reasons += _source_reasons(experience.evidence, known,
                                    "an experience needs at least one validating evidence record")
@@ -260,9 +264,9 @@ def save_task_state(tx: Tx, scope: Scope, state: TaskStateIn, at: Any,
     """
     payload = state.model_dump(mode="json")
     task_id = (state.task_id or "").strip()
-    missing = _known(tx, scope, (), state.entities).missing
+    known = _known(tx, scope, (), state.entities)
     reasons = [] if task_id else ["no task id: a task state lives with its task"]
-    reasons += _entity_reasons(missing)
+    reasons += _entity_reasons(known)
     if reasons:
         return _store_candidate(tx, scope, "task_state", payload, reasons, at,
                                 event_id=state.event_id)
@@ -359,7 +363,7 @@ def _make_live(tx: Tx, scope: Scope, cand: Candidate, by: str, at: Any) -> Remem
         known = _known(tx, scope, fact.sources, [fact.entity])
         if known.missing:
             return Remembered(type="fact", status="candidate", id=cand.id,
-                              reasons=tuple(_entity_reasons(known.missing)))
+                              reasons=tuple(_entity_reasons(known)))
         unrecorded = [s for s in fact.sources if s not in known.sources]
         if unrecorded or not fact.sources:
             approval = _approval_source(tx, scope, cand, by, at, unrecorded)

@@ -814,15 +814,18 @@ def test_mcp_record_entity_says_an_erased_entity_is_not_brought_back(mem: Memory
     agent following both messages goes round in circles. The API refuses to bring an
     erased entity back (put_entity: InputError); the tool must say so."""
     server = build_server(mem, FixedAccess(scope, "analyst"), Grants(allow_admin=True))
-    _, erased, again = calls(server, [
+    _, erased, again, fact = calls(server, [
         ("record_entity", {"id": "acme", "name": "Acme"}),
         ("erase", {"entity": "acme", "reason": "gdpr"}),
         ("record_entity", {"id": "acme", "name": "Acme"}),
+        ("save_task_state", {"task_id": "t1", "goal": "follow up", "entities": ["acme"]}),
     ])
     assert ok(erased)["target"] == "entity:acme"
     assert again.is_error, again.content[0].text
     err = again.structured_content
     assert err["type"] == "InputError" and "erased" in err["message"]
+    # the gate says so too, rather than "put_entity first", which would be refused
+    assert ok(fact)["reasons"] == ["entity 'acme' was erased: it takes no new memories"]
 
 
 def test_mcp_http_on_any_loopback_address_refuses_a_foreign_host_header(migrated, tmp_path):
