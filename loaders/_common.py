@@ -17,7 +17,7 @@ from graphmem.db import Tx
 from graphmem.errors import InputError
 from graphmem.facts import scope_params
 from graphmem.memory import Memory, record_args, record_in, record_label
-from graphmem.models import FactIn, Scope, Source, SourceRecord, WriteReport
+from graphmem.models import Entity, FactIn, Scope, Source, SourceRecord, WriteReport
 
 # ------------------------------------------------------------------ units
 
@@ -205,6 +205,18 @@ def universe_progress(companies: int, enabled: bool | None = None):
 
 
 # ------------------------------------------------------------------ the write
+
+
+def put_entity(mem: Memory, scope: Scope, entity: Entity) -> None:
+    """Put a company, keeping what was recorded of it where this load knows nothing: a
+    load without the submissions file has no tickers, and a file without ``entityName``
+    no name. Not knowing them is not knowing they are gone (``entity.put`` replaces every
+    field: a reload of an updated companyfacts file alone would drop the tickers)."""
+    recorded = mem.entity(scope, entity.id) if not entity.aliases or entity.name is None else None
+    if recorded is not None:
+        entity = entity.model_copy(update={"aliases": entity.aliases or tuple(recorded.aliases),
+                                           "name": entity.name if entity.name is not None else recorded.name})
+    mem.put_entity(scope, entity)
 
 
 def as_recorded(source: Source, recorded: SourceRecord | None, report: LoadReport) -> Source:

@@ -12,7 +12,10 @@ Resuming without the read rule. Each filing's transaction also writes a *load ma
 fingerprint of its files (the CRC-32 and size a ZIP archive keeps for each member, or a
 file's size and modification time), the options, and the company's report. A run then
 
-* skips a company whose mark matches its files, without reading them (one lookup);
+* skips a company whose mark matches its files, without reading them (one lookup) -
+  unless the load has a quarantine sink and the company had rows kept out: then it is
+  read again, writing nothing, so that the sink (a ``--quarantine`` file written anew)
+  lists its rows as one clean load's does;
 * else reads the company and skips each filing whose mark matches its digest (one
   lookup for all of them), writing only the rest — so a load killed in the middle
   resumes at the filing that was being written, which its transaction left out whole.
@@ -62,7 +65,7 @@ from graphmem.models import Entity, FactIn, Scope, Source, SourceRecord, WriteRe
 from graphmem.values import digest
 
 from . import sec
-from ._common import LoadReport, as_recorded, universe_progress, write_filing
+from ._common import LoadReport, as_recorded, put_entity, universe_progress, write_filing
 from .quarantine import Sink
 from .spool import clean_stale
 from .universe import Company, Document, Skipped
@@ -168,7 +171,7 @@ class Online:
         return {r["uid"]: to_source_record(r) for r in rows}
 
     def put_entity(self, scope: Scope, entity: Entity) -> None:
-        self.mem.put_entity(scope, entity)
+        put_entity(self.mem, scope, entity)  # tickers and name kept when this load has none
 
     def write_filing(self, scope: Scope, source: Source, items: list[FactIn], where: str,
                      mark: dict[str, Any]) -> WriteReport:
@@ -237,7 +240,9 @@ def load_company(mem: Memory | Store, scope: Scope, company: Company, *, ny_cloc
         stored = _marks(store, scope, company.cik, []).get(("company", sec.entity_id(company.cik)))
         if stored is not None and stored["digest"] == fingerprint and stored["report"]:
             report = CompanyReport.model_validate_json(stored["report"])
-            return report.model_copy(update={"status": "recorded", "seconds": round(time.monotonic() - started, 3)})
+            if quarantine is None or not report.quarantined:  # else read again: its records go to this sink
+                return report.model_copy(update={"status": "recorded",
+                                                 "seconds": round(time.monotonic() - started, 3)})
     report = CompanyReport(file=file, cik=company.cik)
     try:
         with sec.reading(company, ny_clock=ny_clock, reround=reround, sink=quarantine) as facts:

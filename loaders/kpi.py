@@ -69,7 +69,7 @@ from graphmem.memory import Memory
 from graphmem.models import Authority, Entity, FactIn, Period, Scope, Source
 
 from . import availability as av
-from ._common import LoadReport, as_recorded, check_unit, progress, write_filing
+from ._common import LoadReport, as_recorded, check_unit, progress, put_entity, write_filing
 from .sec import entity_id, filing_uri
 
 __all__ = ["BASES", "COLUMNS", "load"]
@@ -104,8 +104,11 @@ def _header(cells: list[str], file: str) -> list[str]:
     return names
 
 
-def _read(path: Path, file: str) -> list[dict[str, str]]:
-    """The rows, as column name -> stripped text; UTF-8 with or without a byte-order mark."""
+def _read(path: Path, file: str) -> list[tuple[int, dict[str, str]]]:
+    """The rows, each with the line of the file it starts on, as column name -> stripped
+    text; UTF-8 with or without a byte-order mark. A blank line is no row (a table saved
+    with an empty last line is the same table), and a quoted field may span lines, so the
+    line is counted by the reader, not from the row's index."""
     try:
         size = path.stat().st_size
         if size > limits.KPI_FILE_BYTES:
@@ -114,12 +117,15 @@ def _read(path: Path, file: str) -> list[dict[str, str]]:
         with path.open(newline="", encoding="utf-8-sig") as handle:
             reader = csv.reader(handle)
             header = _header(next(reader, []), file)
-            rows = []
-            for index, cells in enumerate(reader):
-                if len(cells) != len(header):
-                    raise InputError(f"{file}: row {index} (line {reader.line_num})",
-                                     f"{len(cells)} fields where the header has {len(header)}")
-                rows.append({k: v.strip() for k, v in zip(header, cells, strict=True)})
+            rows: list[tuple[int, dict[str, str]]] = []
+            line = reader.line_num + 1  # where the next row starts
+            for cells in reader:
+                if cells:
+                    if len(cells) != len(header):
+                        raise InputError(f"{file}: row {len(rows)} (line {line})",
+                                         f"{len(cells)} fields where the header has {len(header)}")
+                    rows.append((line, {k: v.strip() for k, v in zip(header, cells, strict=True)}))
+                line = reader.line_num + 1
             return rows
     except FileNotFoundError:
         raise InputError(file, "file not found") from None
@@ -149,16 +155,16 @@ def _check(row: dict[str, str], where: str) -> tuple[int, Period, Decimal]:
     return int(row["cik"]), Period(start=start, end=end), value
 
 
-def _facts(rows: list[dict[str, str]], file: str
+def _facts(rows: list[tuple[int, dict[str, str]]], file: str
            ) -> tuple[dict[int, Entity], dict[str, list[tuple[int, dict[str, str], FactIn]]]]:
-    """Check every row and build its fact and entity: the entities by CIK, and each
-    source's rows with their facts, in file order."""
+    """Check every row (with the line it starts on) and build its fact and entity: the
+    entities by CIK, and each source's rows with their facts, in file order."""
     entities: dict[int, Entity] = {}
     groups: dict[str, list[tuple[int, dict[str, str], FactIn]]] = defaultdict(list)
-    for index, row in enumerate(rows):
+    for index, (line, row) in enumerate(rows):
         concept = row.get("concept") or "?"
         concept = concept if len(concept) <= 80 else f"{concept[:40]}...({len(concept):,} characters)"
-        where = f"{file}: row {index} (line {index + 2}, concept {concept!r})"
+        where = f"{file}: row {index} (line {line}, concept {concept!r})"
         cik, period, value = _check(row, where)
         group = groups[row["source_id"]]
         if group:
@@ -250,7 +256,7 @@ def load(
     plan.sort(key=lambda p: (p[0].available_by, p[0].id))
 
     for entity in entities.values():
-        mem.put_entity(scope, entity)
+        put_entity(mem, scope, entity)  # a table without tickers keeps the ones recorded
     report.entities = len(entities)
 
     with progress(path.name, len(plan), show_progress) as advance:

@@ -70,6 +70,10 @@ HUGE_EXPONENT = 10**17
 exponent of a value kept exactly stays below 10^16 plus the length of the stream)."""
 
 CHUNK = 64 * 1024
+BOM = b"\xef\xbb\xbf"
+"""UTF-8's byte-order mark: not JSON, but an editor's way of saving UTF-8 that JSON
+readers may ignore (RFC 8259, section 8.1), as ``json`` does for a submissions file and
+the KPI loader for its table. ``ijson`` does not, so the stream drops it."""
 
 _NUMBER_BYTES = frozenset(b"0123456789+-.eE")
 _LONGEST_PREFIX = 2 * RUN_DIGITS + 16  # what can precede a trigger inside one valid number
@@ -217,6 +221,7 @@ class ShortNumbers(io.RawIOBase):
         self._number: _Number | None = None  # a long number that goes on in the next chunk
         self._strings = _Strings()
         self._eof = False
+        self._started = False  # the first bytes (and a byte-order mark) read
 
     def readable(self) -> bool:
         return True
@@ -238,8 +243,23 @@ class ShortNumbers(io.RawIOBase):
         self._out += piece
         self._strings.advance(piece)
 
+    def _first(self) -> bytes:
+        """The stream's first bytes without a byte-order mark (see :data:`BOM`); a raw
+        stream may return fewer bytes than a mark has, so it is read on until it cannot
+        be one."""
+        self._started = True
+        data = b""
+        while len(data) < len(BOM) and BOM.startswith(data):
+            more = self._raw.read(self._chunk)
+            if not more:
+                break
+            data += more
+        if not data.startswith(BOM):
+            return data
+        return data[len(BOM):] or self._raw.read(self._chunk)  # empty only at the end
+
     def _fill(self) -> None:
-        data = self._raw.read(self._chunk)
+        data = self._raw.read(self._chunk) if self._started else self._first()
         if not data:
             self._eof = True
             if self._number is not None:

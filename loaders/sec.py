@@ -110,7 +110,7 @@ from typing import Any
 import ijson
 from pydantic import ValidationError
 
-from graphmem import values
+from graphmem import limits, values
 from graphmem.errors import InputError
 from graphmem.models import Authority, Entity, FactIn, Period, Source
 
@@ -263,6 +263,15 @@ class _Filing:
         return self._precision[unit]
 
 
+def _attribute_problem(attribute: str) -> str | None:
+    """Why a fact named ``attribute`` is past graphmem's bound on an identifier, or None.
+
+    Checked while reading, not left to the FactIn: a filing a resumed load skips as
+    recorded never builds its FactIns, and its rows must be quarantined all the same."""
+    problem = limits.utf8_problem(attribute, limits.IDENTIFIER_BYTES)
+    return None if problem is None else f"FactIn.attribute: {problem}"  # as the FactIn would say
+
+
 class _Rows:
     """The row checks, remembering what a file repeats: each distinct unit, date text and
     filing is checked once, not once per row (Tesla's 17,718 rows name 11 units, 239
@@ -271,14 +280,19 @@ class _Rows:
     def __init__(self) -> None:
         self.filings: dict[str, _Filing] = {}
         self._units: dict[str, str | None] = {}  # unit -> why it cannot be one (None: fine)
+        self._attributes: dict[str, str | None] = {}  # "taxonomy:concept" -> why out of bounds (None: fine)
         self._dates: dict[str, str] = {}  # a checked date text -> its ISO text
 
-    def check(self, row: Any, unit: str) -> tuple[_Filing, str | None, str, Decimal]:
+    def check(self, row: Any, unit: str, attribute: str) -> tuple[_Filing, str | None, str, Decimal]:
         """The row's filing, ISO start (or None) and end, and exact value."""
         if unit not in self._units:
             self._units[unit] = unit_problem(unit)
         if self._units[unit] is not None:
             raise _Problem("bad-unit", self._units[unit])
+        if attribute not in self._attributes:
+            self._attributes[attribute] = _attribute_problem(attribute)
+        if self._attributes[attribute] is not None:
+            raise _Problem("out-of-bounds", self._attributes[attribute])
         if not isinstance(row, dict):
             raise _Problem("not-an-object", f"row must be an object, got {type(row).__name__}")
         for key in _REQUIRED:
@@ -315,6 +329,9 @@ class _Rows:
         form = row["form"]
         if not isinstance(form, str) or not form.strip():
             raise _Problem("bad-form", f"form must be a non-empty string, got {form!r}")
+        too_long = limits.utf8_problem(form, limits.IDENTIFIER_BYTES)
+        if too_long:  # the form is its Source's kind: refused there, it would fail the whole company
+            raise _Problem("out-of-bounds", f"form (its Source's kind): {too_long}")
         filed = self._filed(row["filed"])
         if filing is None:
             filing = self.filings[accession] = _Filing(accession, form, filed, row["filed"])
@@ -365,7 +382,7 @@ def _read_facts(doc: Document, spool: Spool, sink: Sink | None) -> _Read:
         _, taxonomy, concept, _, unit, index = location
         rows += 1
         try:
-            filing, start, end, value = checks.check(row, unit)
+            filing, start, end, value = checks.check(row, unit, f"{taxonomy}:{concept}")
         except _Problem as problem:  # named here, not built for every row that passes
             record = Quarantined(file=file, attribute=f"{taxonomy}:{concept}", unit=str(unit), row=int(index),
                                  accession=_accession_of(row.get("accn") if isinstance(row, dict) else None),

@@ -171,7 +171,7 @@ class Archive:
         start = at + _ENTRY.size
         if len(block) < start + name_length + extra_length + comment_length:
             raise ArchiveError(self.path, "central directory cut short")
-        name = _name(block[start:start + name_length], flags, self.path)
+        name = _name(block[start:start + name_length], flags)
         if 0xFFFFFFFF in (compressed, size, offset):
             extra = block[start + name_length:start + name_length + extra_length]
             size, compressed, offset = _zip64(extra, size, compressed, offset, self.path)
@@ -211,11 +211,12 @@ def _end_record_at(tail: bytes) -> int:
     return fits
 
 
-def _name(raw: bytes, flags: int, path: str) -> str:
-    try:
-        return raw.decode("utf-8" if flags & _UTF8 else "cp437")
-    except UnicodeDecodeError:
-        raise ArchiveError(path, f"a member name that is not UTF-8: {raw!r}") from None
+def _name(raw: bytes, flags: int) -> str:
+    """A member's name. One flagged UTF-8 that is not (a tool that wrote another encoding)
+    is read with its bad bytes replaced, as :meth:`Archive.open` reads its local header:
+    one such name is no reason to refuse every other member, and the member itself is
+    still named and read (or skipped, with its reason, by whoever reads it)."""
+    return raw.decode("utf-8" if flags & _UTF8 else "cp437", "replace")
 
 
 def _entry_length(block: bytes, at: int) -> int | None:
