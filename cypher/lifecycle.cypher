@@ -89,7 +89,8 @@ RETURN count(f) AS erased
 // invalidates). Idempotent: a source already retracted gets no second record. The source
 // carries the record's recorded_at (a closing stamp, which fact.read compares with its
 // known_at), and each key flags the versions the source evidences (fact.read classifies
-// them one by one).
+// them one by one) and moves its revision, as an invalidation does: what it reads changed,
+// so a writer holding the revision read before must be refused.
 UNWIND $uids AS uid
 MATCH (s:Source {uid: uid})
 WHERE s.tenant = $tenant AND s.scope = $scope
@@ -102,6 +103,7 @@ SET s.retracted_at = $recorded_at
 WITH x, s
 CALL (s) {
   MATCH (s)<-[:EVIDENCED_BY]-(f:Fact)-[:VERSION_OF]->(k:FactKey)
-  SET k.flagged = CASE WHEN f.version_id IN k.flagged THEN k.flagged ELSE k.flagged + f.version_id END
+  SET k.revision = k.revision + 1,
+      k.flagged = CASE WHEN f.version_id IN k.flagged THEN k.flagged ELSE k.flagged + f.version_id END
 }
 RETURN count(x) AS retracted

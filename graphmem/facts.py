@@ -480,10 +480,21 @@ def shown(row: dict[str, Any]) -> list[dict[str, Any]]:
     return ordered[:1] if row["status"] == "active" else ordered
 
 
+def _with_all_evidence(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """``shown(row)``, an active key's one version listing the live evidence of every
+    candidate: they hold its one value (two publishers can each stand behind a version
+    of it, say one written before the other's earlier filing of it), and an active
+    answer lists all its evidence (DESIGN.md section 3, step 4)."""
+    picked = shown(row)
+    if row["status"] != "active" or len(row["candidates"]) < 2:
+        return picked
+    return [{**picked[0], "live": [e for c in row["candidates"] for e in c["live"]]}]
+
+
 def _answer(row: dict[str, Any], cutoff: dt.datetime | Now, require: Require | None = None) -> Answer:
     """An Answer from a full ``fact.read`` row (its times come as epoch microseconds), read
     under ``require``; a read at ``NOW`` reports the transaction time it used."""
-    candidates = [version_fields(row["key"], c["f"], c["live"], c["rank"]) for c in shown(row)]
+    candidates = [version_fields(row["key"], c["f"], c["live"], c["rank"]) for c in _with_all_evidence(row)]
     status = row["status"]
     return Answer.model_validate({
         "status": status,

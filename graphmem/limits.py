@@ -156,10 +156,16 @@ written: one row per reported figure, so megabytes, not gigabytes."""
 
 
 def utf8_problem(text: str, limit: int) -> str | None:
-    """Why ``text`` is over ``limit`` UTF-8 bytes, or None (cheap for short text)."""
-    if len(text) * 4 <= limit:  # no character takes more than four bytes
+    """Why ``text`` is over ``limit`` UTF-8 bytes, or is no text UTF-8 can carry, or None
+    (cheap for short ASCII text). A lone surrogate (a JSON ``\\ud800`` escape, a file name
+    decoded with surrogateescape) cannot be sent to the server: unchecked, it failed
+    inside the write or read as a UnicodeEncodeError that named no field."""
+    if len(text) * 4 <= limit and text.isascii():  # no character takes more than four bytes
         return None
-    size = len(text.encode("utf-8", "surrogatepass"))
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        return f"not valid Unicode: a lone surrogate {text[exc.start]!r} at character {exc.start:,}"
     if size <= limit:
         return None
     return f"{size:,} bytes in UTF-8; at most {limit:,}"

@@ -41,7 +41,10 @@ from .errors import InputError, ScopeError
 def _aware_utc(value: dt.datetime) -> dt.datetime:
     if value.tzinfo is None or value.tzinfo.utcoffset(value) is None:
         raise ValueError("naive datetime refused: give a timezone (for example UTC)")
-    return value.astimezone(dt.UTC)
+    try:
+        return value.astimezone(dt.UTC)
+    except OverflowError:  # 0001-01-01T00:30+01:00 is before the year 1 in UTC
+        raise ValueError(f"{value.isoformat()} is outside the years 1 to 9999 in UTC") from None
 
 
 AwareDatetime = Annotated[dt.datetime, AfterValidator(_aware_utc)]

@@ -43,7 +43,9 @@ def typed(value: Any) -> Any:
         problem = ("decimal values must be finite" if not value.is_finite()
                    else limits.decimal_problem(value))
     elif isinstance(value, float):
-        problem = "floats are refused: pass a Decimal or a string of digits"
+        # not "a string of digits": a str is a text value, which never equals a number
+        problem = ("floats are refused (inexact): pass a Decimal built from the figure's "
+                   "digits, e.g. Decimal('1.5'), or an int; a str is stored as text")
     elif isinstance(value, dt.datetime):
         problem = "datetimes are not fact values; pass a date"
     elif isinstance(value, str):
@@ -126,6 +128,8 @@ def parse_time(text: str | None, name: str) -> dt.datetime | None:
     years 1 to 9999 is refused here, by name, rather than failing in the read."""
     if text is None:
         return None
+    if text.endswith("z"):  # RFC 3339's lower-case UTC, as its lower-case t is taken
+        text = text[:-1] + "Z"
     if _WEEK.fullmatch(text):
         raise InputError(name, f"{text!r} is a week; name its day (e.g. {text}-7) or a date")
     try:
