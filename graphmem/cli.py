@@ -130,7 +130,8 @@ def main(ctx: click.Context, debug: bool) -> None:
 def _server_options(fn: Any) -> Any:
     fn = click.option("--home", type=click.Path(path_type=Path), default=None,
                       help="Data, log and pid folder (default $GRAPHMEM_HOME or ~/.graphmem).")(fn)
-    fn = click.option("--port", type=int, default=7687, show_default=True, help="Bolt port.")(fn)
+    fn = click.option("--port", type=click.IntRange(1, 65535), default=7687, show_default=True,
+                      help="Bolt port.")(fn)
     return fn
 
 

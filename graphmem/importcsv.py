@@ -189,8 +189,9 @@ class ImportInput:
 
     def import_args(self, folder: str | None = None) -> list[str]:
         """The importer's arguments for these files (``folder``: where the importer will
-        see them, e.g. ``/import`` inside a container; by default where they are)."""
-        base = folder or str(self.folder)
+        see them, e.g. ``/import`` inside a container; by default where they are, named
+        whole: the importer reads a relative name from its own working folder)."""
+        base = folder or str(self.folder.absolute())
         args = ["--array-delimiter=U+001F", "--bad-tolerance=0"]
         for layout in LAYOUTS:
             if layout.file in self.rows:

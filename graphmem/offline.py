@@ -3,7 +3,8 @@
 ``bootstrap(cfg, load)`` is the whole route for the embedded launcher (graphmem.server):
 
 1. **refuse** a target that holds data unless ``replace`` (a running target is asked;
-   a stopped one that has a database is taken to hold data);
+   a stopped one that has a database is taken to hold data), asked again before the
+   swap (a server may have been started and written to meanwhile);
 2. **build** in a staging folder beside the target's (``<home>/bootstrap-<stamp>``):
    ``load`` writes into a :class:`graphmem.bulk.Build`, whose rows become the
    importer's CSV files (graphmem.importcsv); the search-text probe (graphmem.probe)
@@ -108,6 +109,8 @@ def check_target(cfg: srv.ServerConfig, replace: bool) -> bool:
         if holds and not replace:
             raise InputError(str(cfg.home), f"the database served at {status.uri} holds data; "
                              "pass --replace to replace it with the bootstrapped one")
+        if status.uri != cfg.uri:  # the new database is to be served elsewhere: refused now, not after the build
+            srv.check_port(cfg.port)
         return True
     if (cfg.data_dir / "data" / "databases" / "neo4j").exists() and not replace:
         raise InputError(str(cfg.home), "has a database, and its server is not running, so whether it holds "
@@ -327,7 +330,7 @@ def bootstrap(cfg: srv.ServerConfig, load: Callable[[Build], T], *, replace: boo
         stage = srv.ServerConfig(home=staging / "server", port=_free_port(), heap=cfg.heap,
                                  pagecache=cfg.pagecache)
         try:
-            result = _build_and_swap(cfg, stage, load, report, sizes, probe, running, keep)
+            result = _build_and_swap(cfg, stage, load, report, sizes, probe, running, keep, replace)
         finally:
             if keep:
                 (staging / swap.KEPT_WORK).touch()
@@ -339,7 +342,7 @@ def bootstrap(cfg: srv.ServerConfig, load: Callable[[Build], T], *, replace: boo
 
 def _build_and_swap(cfg: srv.ServerConfig, stage: srv.ServerConfig, load: Callable[[Build], T],
                     report: BootstrapReport, sizes: Sizes, probe: Database | None, running: bool,
-                    keep: bool) -> T:
+                    keep: bool, replace: bool) -> T:
     """Steps 2 to 5 of the module docstring, each timed in ``report``."""
     staging = stage.home.parent
     clock = time.monotonic()
@@ -360,6 +363,8 @@ def _build_and_swap(cfg: srv.ServerConfig, stage: srv.ServerConfig, load: Callab
         shutil.rmtree(files.folder, ignore_errors=True)
     _finish(stage, report)
     clock = time.monotonic()
+    # asked again: the home's lock keeps other bootstraps out, not `server start` and writes
+    report.replaced = check_target(cfg, replace) or cfg.data_dir.exists()
     swap.replace(cfg, stage.data_dir)
     report.seconds["swap"] = time.monotonic() - clock
     return result

@@ -44,6 +44,8 @@ JVM_FLAGS = (
     "-XX:+UseG1GC",
     "-Dfile.encoding=UTF-8",
 )
+READY = "graphmem-launcher: ready on "  # the launcher's line once Bolt answers with its password set
+MIN_PASSWORD = 8  # Neo4j refuses a shorter one (dbms.security.auth_minimum_password_length)
 
 
 def default_home() -> Path:
@@ -82,6 +84,9 @@ class ServerConfig:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
                 raise InputError(name, f"seconds must be a finite number >= 0, got {value!r}")
+        if self.password and len(self.password) < MIN_PASSWORD:
+            # the launcher would fail to set it while its JVM serves on, auth on, password unset
+            raise InputError("password", f"Neo4j requires at least {MIN_PASSWORD} characters, got {len(self.password)}")
 
     @property
     def uri(self) -> str:
@@ -297,6 +302,7 @@ def start(cfg: ServerConfig, timeout: float = 180.0, *, tie: bool = False, warm:
         str(jar),
     ]
     with open(cfg.log_file, "ab") as log:
+        offset = log.tell()  # where this launcher's lines begin
         proc = subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env=env, start_new_session=True, preexec_fn=tied() if tie else None,
@@ -310,6 +316,9 @@ def start(cfg: ServerConfig, timeout: float = 180.0, *, tie: bool = False, warm:
             raise _noted(ServerError(
                 f"the launcher exited with code {proc.returncode} before Bolt answered; "
                 f"log {cfg.log_file}"), _log_tail(cfg))
+        if auth and not _ready(cfg, offset):
+            time.sleep(0.2)
+            continue
         try:
             wait_for_bolt(cfg.uri, auth, timeout=2)
         except ServerError:
@@ -321,6 +330,18 @@ def start(cfg: ServerConfig, timeout: float = 180.0, *, tie: bool = False, warm:
     cfg.pid_file.unlink(missing_ok=True)
     raise _noted(ServerError(f"Bolt did not answer on {cfg.uri} within {timeout:.0f}s; "
                              f"log {cfg.log_file}"), _log_tail(cfg))
+
+
+def _ready(cfg: ServerConfig, offset: int) -> bool:
+    """Whether the launcher whose lines begin at ``offset`` of the log said it is ready.
+    With auth on it sets the password only after Bolt opens: trying it before that is
+    refused (an AuthError), and Neo4j then locks the user for a while."""
+    try:
+        with open(cfg.log_file, "rb") as log:
+            log.seek(offset)
+            return READY.encode() in log.read()
+    except FileNotFoundError:
+        return False
 
 
 WARMING = "graphmem-warm: making graphmem's first calls in the background, pid "

@@ -236,8 +236,10 @@ def replace(cfg: srv.ServerConfig, staged: Path) -> None:
     raised. The old database is deleted once the new one answers. See the module
     docstring for a kill at any step."""
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%f")
-    journal = Journal(staged=staged, aside=cfg.home / f"{KEPT}{stamp}", pid=os.getpid())
-    running = srv.status(cfg).running
+    # absolute: the next command may name the home otherwise (another working folder)
+    journal = Journal(staged=staged.absolute(), aside=cfg.home.absolute() / f"{KEPT}{stamp}", pid=os.getpid())
+    old = srv.status(cfg)
+    running = old.running
     _write(cfg.home, journal)
     if running:
         srv.stop(cfg)
@@ -254,7 +256,7 @@ def replace(cfg: srv.ServerConfig, staged: Path) -> None:
         _back(cfg, journal)
         _remove(cfg.home)
         if running:
-            srv.start(cfg)
+            srv.start(_where_it_ran(cfg, old))
         raise
     checkpoint("start")
     dropped = staged.parent / "replaced"  # not a place the journal names: a kill leaves it to the reaper
@@ -262,6 +264,13 @@ def replace(cfg: srv.ServerConfig, staged: Path) -> None:
         journal.aside.rename(dropped)
     _remove(cfg.home)
     shutil.rmtree(dropped, ignore_errors=True)
+
+
+def _where_it_ran(cfg: srv.ServerConfig, old: srv.ServerStatus) -> srv.ServerConfig:
+    """``cfg`` on the port the old server ran on: the new one's (``cfg.port``) may be the
+    very reason it did not start, and the old one goes back to serve where it was."""
+    port = int(old.uri.rpartition(":")[2]) if old.uri else cfg.port
+    return changed(cfg, port=port)
 
 
 # ---------------------------------------------------------------- kept copies
@@ -291,7 +300,10 @@ def kept(cfg: srv.ServerConfig) -> list[Kept]:
 
 
 def prune(cfg: srv.ServerConfig) -> list[Kept]:
-    """Delete what :func:`kept` lists; return it."""
+    """Delete what :func:`kept` lists; return it. A home that does not exist holds
+    nothing (and is not made: a mistyped --home leaves no folder behind)."""
+    if not cfg.home.is_dir():
+        return []
     with exclusive(cfg.home):
         gone = kept(cfg)
         for copy in gone:
