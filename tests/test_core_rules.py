@@ -13,6 +13,7 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
+from test_core import values
 from world import FAR, Q1, US, UTC, World, t
 
 from graphmem import Authority, InputError, Memory, Period, Scope, Source
@@ -22,10 +23,6 @@ from graphmem.values import parse_time
 @pytest.fixture
 def w(mem: Memory, scope: Scope) -> World:
     return World(mem, scope, ("acme", "globex"))
-
-
-def values(answer) -> set:
-    return {c.value for c in answer.candidates}
 
 
 def source_ids(version) -> list[str]:

@@ -19,13 +19,18 @@ def day(n: int) -> dt.datetime:
     return T0 + dt.timedelta(days=n)
 
 
-@pytest.fixture
-def base(mem, scope):
-    """Entity E; sources A (day 0), B (day 1), C (day 2); facts x (A), y (B), z (A and C)."""
+def record_abc(mem, scope) -> None:
+    """Entity E; sources A (day 0), B (day 1), C (day 2), all E's own."""
     mem.put_entity(scope, Entity(id="E"))
     for i, sid in enumerate("ABC"):
         mem.record_source(scope, Source(id=sid, kind="report", authority="primary",
                                         publisher="E", available_by=day(i)))
+
+
+@pytest.fixture
+def base(mem, scope):
+    """record_abc, then facts x (A), y (B), z (A and C)."""
+    record_abc(mem, scope)
 
     def fact(attr, value, *sources):
         return mem.assert_fact(scope, FactIn(entity="E", attribute=attr, value=value, period=Q,

@@ -3,28 +3,16 @@ and depth of impact and lineage (a base without test_lineage's fact of two filin
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
+from test_lineage import Q, day, record_abc
 
-from graphmem import Entity, FactIn, NotFoundError, Period, Source
-
-UTC = dt.UTC
-T0 = dt.datetime(2025, 1, 10, tzinfo=UTC)
-Q = Period(start=dt.date(2024, 10, 1), end=dt.date(2024, 12, 31))
-
-
-def day(n: int) -> dt.datetime:
-    return T0 + dt.timedelta(days=n)
+from graphmem import FactIn, NotFoundError
 
 
 @pytest.fixture
 def base(mem, scope):
-    """Entity E; sources A (day 0), B (day 1), C (day 2); facts x (A), y (B)."""
-    mem.put_entity(scope, Entity(id="E"))
-    for i, sid in enumerate("ABC"):
-        mem.record_source(scope, Source(id=sid, kind="report", authority="primary",
-                                        publisher="E", available_by=day(i)))
+    """test_lineage's record_abc, then facts x (A), y (B)."""
+    record_abc(mem, scope)
     return {"x": fact(mem, scope, "x", 10, "A"), "y": fact(mem, scope, "y", 20, "B")}
 
 
