@@ -277,3 +277,27 @@ def test_the_echo_counterexample_fails_when_either_half_of_the_guard_is_broken(m
         g for g in counterexamples.GROUPS if g[2] is counterexamples.echo_refused))
     report = counterexamples.run(mem)
     assert [g["status"] for g in report["groups"]] == ["fail"] and not report["ok"]
+
+
+def test_a_group_raising_any_error_fails_and_the_others_still_report(mem, monkeypatch):
+    """A group that raised a ValueError (or a driver error) aborted the whole report with
+    one line; it is that group's failure, with what it raised, and the others report."""
+    def broken(w):
+        raise ValueError("a bug in the group")
+
+    groups = counterexamples.GROUPS[:2]
+    monkeypatch.setattr(counterexamples, "GROUPS", ((*groups[0][:2], broken), groups[1]))
+    report = counterexamples.run(mem)
+    first, second = report["groups"]
+    assert first["status"] == "fail" and "raised ValueError: a bug in the group" in first["checks"][0]["check"]
+    assert second["status"] == "pass" and not report["ok"]
+
+
+def test_a_query_file_that_is_not_utf8_is_refused_naming_it(mem, tmp_path):
+    path = tmp_path / "q.jsonl"
+    path.write_bytes(b'{"query": "caf\xe9", "scope": {"tenant": "t"}}\n')  # Latin-1
+    with pytest.raises(InputError) as refused:
+        queries.run(mem, path)
+    assert refused.value.where == str(path) and "utf-8" in refused.value.reason
+    path.write_bytes(b"\xef\xbb\xbf" + b'{"query": "x", "scope": {"tenant": "t"}, "relevant": ["a"]}\n')
+    assert queries.read(path)[0]["query"] == "x"  # a byte-order mark is no JSON error

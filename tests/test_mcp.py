@@ -729,6 +729,9 @@ def test_the_tokens_file_is_checked_before_the_server_starts(tmp_path):
             TokenAccess.load(bad)
     result = CliRunner().invoke(main, ["mcp", "--transport", "http"])
     assert result.exit_code == 2 and "tokens file" in result.output  # a usage error
+    # an editor's byte-order mark is no TOML error: the file loads
+    bad.write_bytes(b"\xef\xbb\xbf" + b'[[tokens]]\ntoken = "0123456789abcdef0"\ntenant = "a"\n')
+    assert TokenAccess.load(bad)
 
 
 def test_a_token_the_file_takes_is_one_a_client_can_present(mem, tmp_path):

@@ -33,8 +33,8 @@ def read(path: Path) -> list[dict[str, Any]]:
     """The query set, each line checked before any search runs."""
     out = []
     try:
-        lines = path.read_text().splitlines()
-    except OSError as exc:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:  # JSON Lines are UTF-8 (a byte-order mark allowed)
         raise InputError(str(path), str(exc)) from exc
     for n, line in enumerate(lines, 1):
         if not line.strip():

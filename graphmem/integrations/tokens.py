@@ -52,7 +52,7 @@ def load_tokens(path: Path) -> dict[str, Caller]:
     """The tokens file at ``path``: each token's SHA-256 mapped to its caller."""
     where = f"tokens file {path}"
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8-sig"))  # an editor's byte-order mark too
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise InputError(where, str(exc)) from exc
     entries = data.get("tokens")
