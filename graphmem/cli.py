@@ -605,7 +605,7 @@ def _bootstrap(load: Any, home: Path | None, port: int, replace: bool, password:
                 f"{shlex.quote(f'@{csv_root or files.folder}/import.args')}`, start the database, then run "
                 "`graphmem bootstrap finish`")
     else:
-        cfg = _config(home, port, heap=heap, pagecache=pagecache, password=password)
+        cfg = _config(home, _bootstrap_port(home, port), heap=heap, pagecache=pagecache, password=password)
         loaded, report = offline.bootstrap(cfg, load, replace=replace, keep=keep_work,
                                            say=lambda line: click.echo(f"graphmem: {line}", err=True))
         summary, done = dataclasses.asdict(report), render.bootstrap_report(report)
@@ -617,6 +617,14 @@ def _bootstrap(load: Any, home: Path | None, port: int, replace: bool, password:
         click.echo(render.universe_report(loaded) if universe else render.load_report(loaded))
         click.echo(done)
     return loaded
+
+
+def _bootstrap_port(home: Path | None, port: int) -> int:
+    """``--port``, or when it is not given the port the home's running server serves on:
+    a --replace puts the new database where its clients already connect, not on 7687."""
+    if click.get_current_context().get_parameter_source("port") is not click.core.ParameterSource.DEFAULT:
+        return port
+    return srv.status(_config(home, port)).port or port
 
 
 @bootstrap.command("finish")

@@ -112,6 +112,11 @@ class ServerStatus:
     uri: str | None
     home: Path
 
+    @property
+    def port(self) -> int | None:
+        """The Bolt port the running server was started on (None: not running)."""
+        return int(self.uri.rpartition(":")[2]) if self.uri else None
+
 
 def build(source: Path | None = None) -> Path:
     """Build the launcher jar with Maven unless an up-to-date one is there; return its path.

@@ -269,8 +269,7 @@ def replace(cfg: srv.ServerConfig, staged: Path) -> None:
 def _where_it_ran(cfg: srv.ServerConfig, old: srv.ServerStatus) -> srv.ServerConfig:
     """``cfg`` on the port the old server ran on: the new one's (``cfg.port``) may be the
     very reason it did not start, and the old one goes back to serve where it was."""
-    port = int(old.uri.rpartition(":")[2]) if old.uri else cfg.port
-    return changed(cfg, port=port)
+    return changed(cfg, port=old.port or cfg.port)
 
 
 # ---------------------------------------------------------------- kept copies

@@ -233,3 +233,16 @@ def test_a_port_out_of_range_is_a_usage_error_naming_the_option(tmp_path, port):
     assert result.exit_code == 2, result.output
     assert "--port" in result.output
     assert not (tmp_path / "home" / "launcher.pid").exists()
+
+
+def test_a_replace_without_a_port_serves_the_new_database_where_the_old_one_was(home):
+    """`graphmem bootstrap ... --replace` on a home whose server runs on port P, with no
+    --port: the new database came up on the default 7687, away from every client of P."""
+    cfg = srv.ServerConfig(home=home, port=_free_port(), heap="512m", pagecache="64m")
+    srv.start(cfg)
+    done = _graphmem("bootstrap", "companyfacts", str(LPA), "--tenant", "t-here", "--home", str(home),
+                     "--replace", "--heap", "512m", "--pagecache", "64m")
+    assert done.returncode == 0, done.stderr
+    assert srv.status(cfg).port == cfg.port
+    with Memory.connect(cfg.uri) as mem:
+        assert mem.counts(Scope(tenant="t-here"))["versions"] == 592
