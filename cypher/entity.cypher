@@ -16,8 +16,8 @@ RETURN e.id AS id, e.name AS name, e.kind AS kind, coalesce(e.aliases, []) AS al
 // What a write needs to know before any rule runs, in one round trip: when each of
 // its sources became public (epoch microseconds), whether it was erased, and whether
 // retracted (the write gates: a withdrawn source validates nothing new); which of
-// its entities are missing from the scope (or erased), and which of those were erased
-// (never brought back: a gate says so rather than "put_entity first"); which of its fact keys are
+// its entities are missing from the scope (or erased: which says so, never brought back,
+// so a gate names that rather than "put_entity first"); which of its fact keys are
 // stored, with their revision - only those need the read rule (a key's first
 // assertion is a new version), and expected_revision checks it.
 RETURN COLLECT {
@@ -30,16 +30,10 @@ RETURN COLLECT {
        COLLECT {
          UNWIND $entity_uids AS uid
          OPTIONAL MATCH (e:Entity {uid: uid})
-         WITH uid, e
-         WHERE e IS NULL OR e.tenant <> $tenant OR e.scope <> $scope OR e.erased_at IS NOT NULL
-         RETURN uid
+         WITH uid, e, e.tenant = $tenant AND e.scope = $scope AS here
+         WHERE e IS NULL OR NOT here OR e.erased_at IS NOT NULL
+         RETURN {uid: uid, erased: coalesce(here, false) AND e.erased_at IS NOT NULL}
        } AS missing_entities,
-       COLLECT {
-         UNWIND $entity_uids AS uid
-         MATCH (e:Entity {uid: uid})
-         WHERE e.tenant = $tenant AND e.scope = $scope AND e.erased_at IS NOT NULL
-         RETURN uid
-       } AS erased_entities,
        COLLECT {
          UNWIND $key_uids AS uid
          MATCH (k:FactKey {uid: uid})

@@ -210,17 +210,18 @@ def plan(task_id: str, hits: Sequence[SearchHit], token_budget: int, tokenizer: 
     def footer(n: int) -> str:
         return f"# {n} lower-priority memories cut for the token budget (see the snapshot)"
 
+    # each hit's lines and their count, made once (a real tokenizer is not cheap)
+    counted = [(hit, lines, sum(tokenizer(line) + 1 for _, line, _ in lines))
+               for hit in ordered for lines in [_lines(hit)]]
     # the footer is rendered only when something is cut: reserved only when not all fits
-    whole = tokenizer(header) + sum(tokenizer(line) + 1 for h in ordered for _, line, _ in _lines(h))
-    framing = tokenizer(header) + 1 + tokenizer(footer(len(ordered))) + 1  # as considered
-    reserve = tokenizer(header) if whole <= token_budget else framing
+    head = tokenizer(header)
+    framing = head + 1 + tokenizer(footer(len(ordered))) + 1  # as considered
+    reserve = head if head + sum(tokens for _, _, tokens in counted) <= token_budget else framing
     if reserve > token_budget:
         raise InputError("token_budget", f"{token_budget} tokens cannot hold the context's "
                                          f"header and footer ({reserve} tokens)")
     used, items, rendered_lines = reserve, [], []
-    for priority, hit in enumerate(ordered):
-        lines = _lines(hit)
-        tokens = sum(tokenizer(line) + 1 for _, line, _ in lines)
+    for priority, (hit, lines, tokens) in enumerate(counted):
         fits = used + tokens <= token_budget
         used += tokens if fits else 0
         items.append(ContextItem(

@@ -218,10 +218,15 @@ def source_changed(source: Source, stored: dict[str, Any]) -> InputError | None:
                                                "sources are immutable: record this one under a new id")
 
 
-def record_source(tx: Tx, scope: Scope, source: Source, recorded_at: Any) -> bool:
-    """Create the source; True if new. A source is immutable: a different re-record is refused."""
-    uid = source_uid(scope, source.id)
-    existing = tx.one("source.get_many", uids=[uid], **scope_params(scope))
+_UNREAD: Any = object()
+
+
+def record_source(tx: Tx, scope: Scope, source: Source, recorded_at: Any, existing: Any = _UNREAD) -> bool:
+    """Create the source; True if new. A source is immutable: a different re-record is
+    refused. ``existing``: its ``source.get_many`` row (None: not recorded), when the
+    caller has just read it."""
+    if existing is _UNREAD:
+        existing = tx.one("source.get_many", uids=[source_uid(scope, source.id)], **scope_params(scope))
     if existing is not None:
         if existing["erased_at"] is None and (changed := source_changed(source, existing)):
             raise changed
@@ -266,7 +271,7 @@ def _prepare(tx: Tx, scope: Scope, facts: Sequence[FactIn], keys: Sequence[KeySp
     )
     return Prepared(
         sources={s["uid"]: SourceState(from_micros(s["available_by"]), s["erased"]) for s in row["sources"]},
-        missing_entities=set(row["missing_entities"]),
+        missing_entities={m["uid"] for m in row["missing_entities"]},
         revisions={k["uid"]: k["revision"] for k in row["keys"]},
     )
 
@@ -484,11 +489,11 @@ def _with_all_evidence(row: dict[str, Any]) -> list[dict[str, Any]]:
     """``shown(row)``, an active key's one version listing the live evidence of every
     candidate: they hold its one value (two publishers can each stand behind a version
     of it, say one written before the other's earlier filing of it), and an active
-    answer lists all its evidence (DESIGN.md section 3, step 4)."""
+    answer lists all its evidence (DESIGN.md section 3, step 4), each source once."""
     picked = shown(row)
     if row["status"] != "active" or len(row["candidates"]) < 2:
         return picked
-    return [{**picked[0], "live": [e for c in row["candidates"] for e in c["live"]]}]
+    return [{**picked[0], "live": list({e["source_id"]: e for c in row["candidates"] for e in c["live"]}.values())}]
 
 
 def _answer(row: dict[str, Any], cutoff: dt.datetime | Now, require: Require | None = None) -> Answer:

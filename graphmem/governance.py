@@ -79,9 +79,9 @@ def _known(tx: Tx, scope: Scope, source_ids: Iterable[str], entity_ids: Iterable
                  **facts.scope_params(scope))
     sources = {sids[s["uid"]]: {"id": sids[s["uid"]], "available_by": from_micros(s["available_by"])}
                for s in row["sources"] if not s["erased"] and not s["retracted"]}
-    return _Known(sources, {eids[uid] for uid in row["missing_entities"]},
+    return _Known(sources, {eids[m["uid"]] for m in row["missing_entities"]},
                   {sids[s["uid"]] for s in row["sources"] if s["retracted"] and not s["erased"]},
-                  {eids[uid] for uid in row["erased_entities"]})
+                  {eids[m["uid"]] for m in row["missing_entities"] if m["erased"]})
 
 
 def _source_reasons(claimed: Sequence[str], known: _Known, what: str) -> list[str]:

@@ -132,19 +132,20 @@ def check_inputs(tx: Tx, scope: Scope, rows: list[dict[str, Any]], cutoff: dt.da
     return latest
 
 
-def standing_id(tx: Tx, scope: Scope, did: str) -> str:
+def standing_id(tx: Tx, scope: Scope, did: str) -> tuple[str, dict[str, Any] | None]:
     """The id a derivation is recorded under now: its own, or - once a retraction took it
     (a cascade found it invalid, as when an input it was made from is now public only
     later, or it was withdrawn) - the first of its successors not retracted. A retracted
     source validates nothing new, so re-deriving under the old id returned an output no
     read shows (or was refused for its changed availability); re-deriving is how the
     recompute order is followed, so it records the derivation again, from its inputs as
-    they stand, while a re-sent derivation that stands still changes nothing."""
+    they stand, while a re-sent derivation that stands still changes nothing. Returns the
+    id and its source's row (None: not recorded yet), for facts.record_source."""
     params = scope_params(scope)
     while (row := tx.one("source.get_many", uids=[source_uid(scope, f"derivation:{did}")], **params)) \
             and row["retracted_at"] is not None:
         did = digest(did, "recomputed", prefix="drv_")
-    return did
+    return did, row
 
 
 def refuse_cycles(tx: Tx, scope: Scope, inputs: list[str], output: str) -> None:

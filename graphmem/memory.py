@@ -760,13 +760,15 @@ class Memory:
                                 **facts.scope_params(scope))
         return facts.to_source_record(row) if row else None
 
-    def entity(self, scope: Scope, entity_id: str) -> Entity | None:
-        """An entity by id (None if unknown in this scope), as stored."""
+    def entity(self, scope: Scope, entity_id: str, *, erased: bool = True) -> Entity | None:
+        """An entity by id (None if unknown in this scope), as stored: an erased one's
+        tombstone (its id alone), or with ``erased=False`` None for it - an erased entity
+        is none to write about (put_entity refuses to bring it back)."""
         scope = self.scope(scope)
         limits.check_id("entity_id", entity_id)
         row = self._db.read_one("entity.get", uid=facts.entity_uid(scope, entity_id),
                                 **facts.scope_params(scope))
-        if row is None:
+        if row is None or (row["erased"] and not erased):
             return None
         return Entity.model_construct(id=row["id"], name=row["name"], kind=row["kind"],
                                       aliases=tuple(row["aliases"]))
@@ -845,13 +847,13 @@ class Memory:
     def _derive_in(tx: Tx, at: Any, scope: Scope, method: str, method_version: str, params_text: str,
                    rows: list[dict[str, Any]], output: FactIn, cutoff: dt.datetime | None) -> FactVersion:
         available_by = lineage.check_inputs(tx, scope, rows, cutoff)
-        did = lineage.standing_id(tx, scope, lineage.derivation_id(
+        did, stored = lineage.standing_id(tx, scope, lineage.derivation_id(
             method, method_version, params_text, rows, facts.KeySpec.of(scope, output).uid))
         source = Source(id=f"derivation:{did}", kind="derivation",
                         authority=Authority.DERIVED, publisher=f"method:{method}",
                         available_by=available_by,
                         title=f"{method} {method_version}")
-        new = facts.record_source(tx, scope, source, at)
+        new = facts.record_source(tx, scope, source, at, stored)
         if new:
             tx.run("lineage.mark_derivation", uid=facts.source_uid(scope, source.id),
                    method=method, method_version=method_version, params=params_text,

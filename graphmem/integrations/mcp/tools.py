@@ -35,7 +35,6 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from neo4j.exceptions import DriverError, Neo4jError
 from pydantic import BaseModel, Field, ValidationError
 
-from ... import facts as facts_store
 from ...errors import GraphmemError, InputError, UnavailableError
 from ...memory import Memory
 from ...models import (
@@ -47,7 +46,6 @@ from ...models import (
     Period,
     Rank,
     Require,
-    Scope,
     SearchHit,
     Source,
     TaskStateIn,
@@ -512,8 +510,8 @@ def register(memory: Memory, access: Access, grants: Grants) -> list[Tool]:
         """Record something facts are about (a company, a person, a service) so facts about it
         can go live. An entity already recorded is left as it is (returned unchanged)."""
         def work(c: Caller) -> tuple[BaseModel, str]:
-            existing = memory.entity(c.scope, id)
-            if existing is None or _erased(memory, c.scope, id):  # erased: put_entity refuses it
+            existing = memory.entity(c.scope, id, erased=False)
+            if existing is None:  # unknown, or erased: put_entity refuses that, saying why
                 memory.put_entity(c.scope, Entity(id=id, name=name, kind=kind, aliases=tuple(aliases or ())))
             out = r.EntityOut(recorded=existing is None, entity=existing or memory.entity(c.scope, id))
             return out, f"entity {id} " + ("recorded" if existing is None else "already recorded (unchanged)")
@@ -657,16 +655,6 @@ def register(memory: Memory, access: Access, grants: Grants) -> list[Tool]:
         return _run(access, ctx, work)
 
     return added
-
-
-def _erased(memory: Memory, scope: Scope, entity_id: str) -> bool:
-    """Whether a recorded entity was erased: ``Memory.entity`` returns its tombstone as
-    if it were live, and an erased entity takes no new facts, so ``record_entity`` must
-    not answer "already recorded" for it."""
-    scope = memory.scope(scope)
-    row = memory.db.read_one("entity.get", uid=facts_store.entity_uid(scope, entity_id),
-                             **facts_store.scope_params(scope))
-    return bool(row and row["erased"])
 
 
 def _hits_by_id(memory: Memory, c: Caller, ids: list[str], cutoff: dt.datetime,
