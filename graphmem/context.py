@@ -130,7 +130,7 @@ def _line(kind: str, memory_id: str, claim: str, *segments: str) -> str:
 def _fact_lines(hit: SearchHit) -> list[tuple[str, str, str]]:
     answer = hit.answer
     assert answer is not None
-    shown = [answer.version] if answer.version else list(answer.candidates)
+    shown = answer.shown
     out = []
     for v in shown:
         others = [w.version_id for w in shown if w.version_id != v.version_id]
@@ -358,7 +358,7 @@ def _fact_hit(hit: SearchHit, answer: Answer) -> SearchHit | None:
     """A fact hit as its key's re-read answer shows it (None: nothing live is left)."""
     if answer.status == "not_found":
         return None
-    shown = [answer.version] if answer.version else list(answer.candidates)
+    shown = answer.shown
     strongest = max((v.authority for v in shown if v.authority), key=lambda a: a.rank,
                     default=None)
     return SearchHit(type="fact", memory_id=shown[0].version_id,
@@ -572,4 +572,4 @@ def _shown(hit: search._Hit) -> list[str]:
     """The memory ids a ranked hit shows: its own, or its fact key's answer's versions."""
     if hit.answer is None:
         return [hit.memory_id]
-    return [v.version_id for v in ([hit.answer.version] if hit.answer.version else hit.answer.candidates)]
+    return [v.version_id for v in hit.answer.shown]

@@ -409,6 +409,12 @@ class Answer(_Model):
     def value(self) -> FactValue | None:
         return self.version.value if self.version else None
 
+    @property
+    def shown(self) -> list[FactVersion]:
+        """What the answer shows: its version, or every candidate of a conflict (none
+        when not found)."""
+        return [self.version] if self.version else list(self.candidates)
+
 
 def filed(shown: Sequence[FactVersion]) -> tuple[dt.datetime | None, list[str]]:
     """Where what an answer shows (its version, or every candidate) came from: the latest

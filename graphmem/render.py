@@ -75,7 +75,7 @@ def answer(a: Answer) -> str:
     """One answer: status, value, the three times, sources, and what each filter removed."""
     lines = [f"{printable(a.entity)} {printable(a.attribute)} as of cutoff {_when(a.cutoff)}, "
              f"known at {_when(a.known_at)}: {a.status.upper()}"]
-    shown = [a.version] if a.version else list(a.candidates)
+    shown = a.shown
     for v in shown:
         lines.append(f"  value {printable(v.value)} {printable(v.unit)} for {v.period.text} "
                      f"(version {v.version_id}, authority {v.authority.value if v.authority else '-'})")
@@ -187,7 +187,7 @@ def screen_rows(s: Any) -> list[dict[str, Any]]:
     """A screen as flat rows, one per entity (the CSV columns; the table shows most)."""
     out = []
     for a in s.answers:
-        shown = [a.version] if a.version else list(a.candidates)
+        shown = a.shown
         first = shown[0] if shown else None
         out.append({
             "entity": a.entity,

@@ -71,7 +71,7 @@ from typing import Any, Literal
 from . import collector, facts, limits
 from .db import Tx
 from .errors import InputError
-from .models import Answer, Explain, FactVersion, Period, Require, Scope, Screen
+from .models import Answer, Explain, Period, Require, Scope, Screen
 from .values import epoch, from_micros
 
 YEARS = range(1000, 9999)
@@ -315,13 +315,9 @@ def universe(tx: Tx, scope: Scope, q: Query, known_at: dt.datetime, ids: list[st
     return [i for i in ids if i in found or i in joined]
 
 
-def _shown(answer: Answer) -> list[FactVersion]:
-    return [answer.version] if answer.version else list(answer.candidates)
-
-
 def _fit(selection: Selection, answer: Answer) -> tuple[Any, ...]:
     """Sort key of a candidate key's answer: best fit, then most recently public, then period."""
-    versions = _shown(answer)
+    versions = answer.shown
     latest = max(e.available_by for v in versions for e in v.sources)
     period = versions[0].period
     return (selection.distance(period), -latest.timestamp(), period.text)
@@ -332,7 +328,7 @@ def choose(q: Query, universe: list[str], answers: list[Answer], cutoff: dt.date
     """One Answer per entity of the universe: its best-fitting candidate key's, or
     not_found with what each filter removed on its keys (see the module docstring)."""
     if q.units is not None and q.unit is None:
-        answers = [a for a in answers if a.status == "not_found" or q.units(_shown(a)[0].unit)]
+        answers = [a for a in answers if a.status == "not_found" or q.units(a.shown[0].unit)]
     by_entity: dict[str, list[Answer]] = {}
     for answer in answers:
         by_entity.setdefault(answer.entity, []).append(answer)
@@ -343,7 +339,7 @@ def choose(q: Query, universe: list[str], answers: list[Answer], cutoff: dt.date
     for entity in entities:
         mine = by_entity.get(entity, [])
         found = [a for a in mine if a.status != "not_found"]
-        if q.units is not None and q.unit is None and len({v.unit for a in found for v in _shown(a)}) > 1:
+        if q.units is not None and q.unit is None and len({v.unit for a in found for v in a.shown}) > 1:
             out.append(_in_several_units(q, found, cutoff, known_at))
         elif found:
             # most entities have one candidate: its fit need not be measured
@@ -361,10 +357,10 @@ def _in_several_units(q: Query, found: list[Answer], cutoff: dt.datetime, known_
     a refusal of the whole universe for one filer's second unit."""
     by_unit: dict[str | None, list[Answer]] = {}
     for answer in found:
-        by_unit.setdefault(_shown(answer)[0].unit, []).append(answer)
+        by_unit.setdefault(answer.shown[0].unit, []).append(answer)
     best = [min(group, key=lambda a: _fit(q.selected, a)) for _, group in sorted(by_unit.items(),
                                                                                 key=lambda u: u[0] or "")]
-    shown = tuple(v for a in best for v in _shown(a))
+    shown = tuple(v for a in best for v in a.shown)
     first = found[0]
     return Answer(status="conflicted", entity=first.entity, attribute=first.attribute, cutoff=cutoff,
                   known_at=known_at, require=first.require, candidates=shown,
@@ -378,7 +374,7 @@ def _one_unit(q: Query, found: list[Answer]) -> None:
         return
     by_unit: dict[str, set[str]] = {}
     for answer in found:
-        for v in _shown(answer):
+        for v in answer.shown:
             by_unit.setdefault(v.unit, set()).add(answer.entity)
     units = {unit: len(entities) for unit, entities in by_unit.items()}
     if len(units) > 1:

@@ -466,7 +466,7 @@ def _search_hit(h: _Hit, position: int, best: float, cutoff: dt.datetime,
                 recency_days=days, why=why, **meaning)
     if h.type == "fact":
         assert h.answer is not None
-        shown = [h.answer.version] if h.answer.version else list(h.answer.candidates)
+        shown = h.answer.shown
         return SearchHit(type="fact", memory_id=h.memory_id,
                          memory_ids=tuple(v.version_id for v in shown),
                          status=h.answer.status, answer=h.answer, rank=rank)

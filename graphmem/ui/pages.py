@@ -333,7 +333,7 @@ def panel(memory: Memory, scope: Scope, p: Params) -> Page:
 def evidence(answer: Any) -> list[Any]:
     """The filings behind an answer: its version's, or every candidate's of a conflict
     (each side has its own; the first candidate's alone would hide the disagreement)."""
-    versions = [answer.version] if answer.version else answer.candidates
+    versions = answer.shown
     return list({e.source_id: e for v in versions for e in v.sources}.values())
 
 

@@ -679,7 +679,7 @@ def _hits_by_id(memory: Memory, c: Caller, ids: list[str], cutoff: dt.datetime,
             v = versions[mid]
             a = memory.as_of(c.scope, entity=v.entity, attribute=v.attribute, period=v.period,
                              unit=v.unit, definition=v.definition, cutoff=cutoff, known_at=known_at)
-            shown = [a.version] if a.version else list(a.candidates)
+            shown = a.shown
             if not shown:
                 notes[mid] = f"its fact is not live at this cutoff and known_at ({a.explain})"
                 continue
