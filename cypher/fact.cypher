@@ -517,6 +517,15 @@ SET f.search_text = f.search_text + ' ' +
       // include: search.source_text
 RETURN count(f) AS added
 
+// name: fact.landed
+// The version an earlier send of this very assertion made, if one did: the evidence
+// edge of its first (fact, source) pair, by that pair's idempotency key $idem
+// (graphmem.facts.Assertion), among the key's versions.
+MATCH (k:FactKey {uid: $key_uid})<-[:VERSION_OF]-(f:Fact)-[e:EVIDENCED_BY]->(s:Source {uid: $source_uid})
+WHERE k.tenant = $tenant AND k.scope = $scope AND e.idem = $idem
+RETURN f.version_id AS version_id
+LIMIT 1
+
 // name: fact.versions
 // Versions by id in this scope, with all their evidence and lifecycle records: only the
 // fields a version shows, and times as microseconds since the epoch (a driver DateTime

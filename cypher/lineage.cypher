@@ -167,3 +167,14 @@ WHERE f.tenant = $tenant AND f.scope = $scope AND e.recorded_at <= $known_at
 RETURN vid AS fact, s.id AS source, s.kind AS kind, s.authority AS authority,
        s:Derivation AS derivation, s.method AS method, s.uri AS uri,
        COLLECT { MATCH (s)-[u:USES]->(i:Fact) RETURN {version_id: i.version_id, role: u.role} } AS inputs
+
+// name: lineage.derivations
+// The derivations (not erased) behind derived facts, by their sources' uids: method,
+// method version, parameters (JSON text) and inputs with their roles, as an answer
+// shows them (DESIGN.md section 4).
+UNWIND $uids AS uid
+MATCH (d:Source {uid: uid})
+WHERE d.tenant = $tenant AND d.scope = $scope AND d:Derivation AND d.erased_at IS NULL
+RETURN d.id AS source_id, d.method AS method, d.method_version AS method_version, d.params AS params,
+       COLLECT { MATCH (d)-[u:USES]->(i:Fact)
+                 RETURN {role: u.role, version_id: i.version_id} ORDER BY u.role, u.position } AS inputs

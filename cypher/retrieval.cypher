@@ -33,11 +33,13 @@ SET s.target = $name, s.target_dims = $dims
 RETURN s.name AS name
 
 // name: retrieval.switch
-// Every memory of the scope is re-embedded: the target becomes the scope's embedder.
+// Every memory of the scope is re-embedded: the target becomes the scope's embedder. A
+// scope already switched to $name says so too (a retry after a commit that landed).
 MATCH (s:EmbeddingSpace {tenant: $tenant, scope: $scope})
-WHERE s.target = $name
-SET s.name = s.target, s.dims = s.target_dims, s.target = null, s.target_dims = null,
-    s.recorded_at = $recorded_at
+WHERE s.target = $name OR (s.target IS NULL AND s.name = $name)
+FOREACH (_ IN CASE WHEN s.target = $name THEN [1] ELSE [] END |
+  SET s.name = s.target, s.dims = s.target_dims, s.target = null, s.target_dims = null,
+      s.recorded_at = $recorded_at)
 RETURN s.name AS name
 
 // name: retrieval.pending

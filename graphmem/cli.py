@@ -105,7 +105,9 @@ def in_options(exc: InputError, command: click.Command | None) -> InputError | N
     where = names.get(exc.where, exc.where)
     if exc.where.startswith("--"):  # said in the command line's words already: its text is left as it is
         return exc
-    reason = re.sub(r"(?<![\w-])(\w+)=", lambda m: names.get(m[1], m[0]), exc.reason)
+    # source_id= -> --source; latest='instant' -> --latest 'instant' (the option, then its value)
+    reason = re.sub(r"(?<![\w-])(\w+)=(?=(['\"\w]?))",
+                    lambda m: names[m[1]] + (" " if m[2] else "") if m[1] in names else m[0], exc.reason)
     if not where.startswith("--") and reason == exc.reason:
         return None
     return InputError(where, reason)
@@ -562,7 +564,7 @@ def bootstrap_edgar(paths: tuple[Path, ...], ciks: tuple[str, ...], ciks_file: P
     """A universe of SEC companies into a new database (what `load edgar` would write,
     same inputs and selection). What `load edgar` leaves out is left out here, with the
     same report and exit code; the others are bootstrapped all the same. A company the
-    offline build cannot take (a key from two publishers, more than 4,093 filings) is
+    offline build cannot take (a key from two publishers, more than 65,533 filings) is
     left out whole and reported failed: `load edgar` takes it afterwards."""
     from .loaders import bootstrap as loader
 
@@ -646,17 +648,18 @@ def bootstrap_finish() -> None:
 @click.option("--attribute", required=True)
 @click.option("--period", help="DATE (instant) or DATE..DATE (duration); default: the latest.")
 @click.option("--unit")
+@click.option("--definition", help="The key's definition (e.g. ltm for derived LTM values); default: any.")
 @click.option("--cutoff", required=True, help="Only what was public by then (ISO).")
 @click.option("--known-at", help="As recorded by then (ISO); default now.")
 @_scoped
 @_json_opt
-def asof(entity: str, attribute: str, period: str | None, unit: str | None, cutoff: str,
+def asof(entity: str, attribute: str, period: str | None, unit: str | None, definition: str | None, cutoff: str,
          known_at: str | None, tenant: str, scope_keys: tuple[str, ...], as_json: bool) -> None:
     """What the memory says at (cutoff, known_at); exit 4 when nothing is found."""
     with _connect() as mem:
         answer = mem.as_of(_scope(tenant, scope_keys), entity=entity, attribute=attribute,
-                           period=_period(period), unit=unit, cutoff=parse_time(cutoff, "--cutoff"),
-                           known_at=parse_time(known_at, "--known-at"))
+                           period=_period(period), unit=unit, definition=definition,
+                           cutoff=parse_time(cutoff, "--cutoff"), known_at=parse_time(known_at, "--known-at"))
     _dump(answer.model_dump(mode="json")) if as_json else click.echo(render.answer(answer))
     if answer.status == "not_found":
         sys.exit(4)

@@ -387,8 +387,10 @@ def record(tx: Tx, scope: Scope, *, task_id: str, memories: Memories, token_budg
     write transaction.
 
     ``call`` names one ``build_context`` call (any retry of it passes the same): the
-    snapshot's id is derived from it, not from the transaction time, so a retry after a
-    commit whose acknowledgement was lost returns the snapshot already recorded."""
+    snapshot's id is derived from it, not from the transaction time nor from the
+    rendering (which shows that time when the hits do not say when they were read), so
+    a retry after a commit whose acknowledgement was lost returns the snapshot already
+    recorded."""
     query = memories.query
     cutoff, known_at = memories.cutoff, memories.known_at
     if memories.hits and known_at is None:  # hits that do not say when: as of now
@@ -402,7 +404,7 @@ def record(tx: Tx, scope: Scope, *, task_id: str, memories: Memories, token_budg
     count = tokenizer or approx_tokens
     p = plan(task_id, hits, token_budget, counted(count), cutoff, known_at)
     rendered_hash = hashlib.sha256(p.rendered.encode()).hexdigest()
-    snapshot_id = digest(scope.id, task_id, rendered_hash, call, prefix="ctx_")
+    snapshot_id = digest(scope.id, task_id, call, prefix="ctx_")
     name = getattr(count, "__qualname__", type(count).__name__)
     name = "approx_tokens: max(words, ceil(chars/4))" if count is approx_tokens else name
     items = [i.model_dump(mode="json", exclude={"lines"}) for i in p.included + p.cut]

@@ -170,13 +170,18 @@ def tick(tx: Tx, scope: Scope, now: dt.datetime | None) -> dt.datetime:
     return native(tx.one("admin.tick", tenant=scope.tenant, now=now)["recorded_at"])
 
 
-def put_entity(tx: Tx, scope: Scope, entity: Entity, recorded_at: Any) -> None:
+def put_entity(tx: Tx, scope: Scope, entity: Entity, recorded_at: Any, *, replace: bool = True) -> bool:
+    """Create or update the entity; True if written. Without ``replace``, an entity
+    already recorded is left as it is (False)."""
     uid = entity_uid(scope, entity.id)
     before = indexing.entity_before(tx, scope, uid)  # search text names the entity
     if before is not None and before["erased"]:
         raise InputError(f"entity {entity.id!r}", "was erased; an erased entity is not brought back")
+    if before is not None and not replace:
+        return False
     tx.run("entity.put", **entity_params(scope, entity), recorded_at=recorded_at)
     indexing.reindex_entity(tx, scope, uid, before, entity)
+    return True
 
 
 def entity_params(scope: Scope, entity: Entity) -> dict[str, Any]:
@@ -422,6 +427,23 @@ def write_facts(
     return result
 
 
+def landed(tx: Tx, scope: Scope, fact: FactIn) -> str | None:
+    """The version an earlier send of this very assertion made, if one did, whatever
+    became of it, its sources or its entity since: a gate that refuses the assertion now
+    (a source retracted, the entity erased) meets a re-send, not a new write."""
+    key = KeySpec.of(scope, fact)
+    known = _prepare(tx, scope, [fact], [key])
+    stamps = [known.sources.get(source_uid(scope, sid)) for sid in fact.sources]
+    if key.uid not in known.revisions or not stamps or None in stamps:
+        return None
+    value_type, value, value_num = encode(fact.value)
+    first = Assertion(0, key, source_uid(scope, fact.sources[0]), value_type, value, value_num,
+                      fact.available_by or max(s.available_by for s in stamps))
+    row = tx.one("fact.landed", key_uid=key.uid, source_uid=first.source_uid, idem=first.idem,
+                 **scope_params(scope))
+    return row["version_id"] if row else None
+
+
 # ---------------------------------------------------------------- reads
 
 
@@ -511,6 +533,7 @@ def _answer(row: dict[str, Any], cutoff: dt.datetime | Now, require: Require | N
         "version": candidates[0] if status == "active" else None,
         "candidates": candidates if status == "conflicted" else (),
         "explain": row["explain"],
+        "revision": row["key"]["revision"],
     })
 
 
@@ -544,7 +567,12 @@ def read_answers(
         rows = tx.run("fact.read", reads=reads[start:start + _READS], times=times.values, brief=False,
                       **require_params(require), **scope_params(scope))
         answers += [_answer(row, cutoff, require) for row in rows]
-    return answers
+    derived = with_derivations(tx, scope, [v for a in answers for v in (a.version, *a.candidates) if v])
+    if not derived:
+        return answers
+    return [a.model_copy(update={"version": a.version and derived.get(a.version.version_id, a.version),
+                                 "candidates": tuple(derived.get(c.version_id, c) for c in a.candidates)})
+            for a in answers]
 
 
 def open_keys(tx: Tx, scope: Scope, entity: str | None, attribute: str | None,
@@ -576,6 +604,7 @@ def pick_latest(answers: list[Answer], entity: str, attribute: str, cutoff: dt.d
             known_at=answers[0].known_at if answers else known_at,
             require=require,
             explain=explain,
+            revision=answers[0].revision if len(answers) == 1 else None if answers else 0,
         )
 
     def period_of(a: Answer) -> Period:
@@ -600,8 +629,37 @@ def pick_latest(answers: list[Answer], entity: str, attribute: str, cutoff: dt.d
 def versions_by_id(tx: Tx, scope: Scope, version_ids: Sequence[str]) -> list[FactVersion]:
     rows = tx.run("fact.versions", version_ids=list(version_ids), **scope_params(scope))
     by_id = {row["f"]["version_id"]: row for row in rows}
-    return [
+    versions = [
         to_version(r["key"], r["f"], r["ev"], lifecycle=r["lifecycle"])
         for vid in version_ids
         if (r := by_id.get(vid)) is not None
     ]
+    derived = with_derivations(tx, scope, versions)
+    return [derived.get(v.version_id, v) for v in versions]
+
+
+def with_derivations(tx: Tx, scope: Scope, versions: Sequence[FactVersion]) -> dict[str, FactVersion]:
+    """The derived ones of ``versions`` (not erased), by id, each with its ``derivation``:
+    method, method version, parameters and inputs with their roles (DESIGN.md section 4:
+    an answer carries them). A version derived more than once shows the derivation of
+    its latest evidence not retracted (else of its latest). One statement, only when a
+    version lists evidence of kind ``derivation``."""
+    made: dict[str, str] = {}
+    for v in versions:
+        evidence = [e for e in v.sources if e.kind == "derivation"]
+        if evidence and not v.erased:
+            chosen = max([e for e in evidence if not e.retracted] or evidence,
+                         key=lambda e: (e.available_by, e.recorded_at, e.source_id))
+            made[v.version_id] = chosen.source_id
+    if not made:
+        return {}
+    rows = {r["source_id"]: r for r in tx.run("lineage.derivations", **scope_params(scope),
+                                               uids=[source_uid(scope, sid) for sid in set(made.values())])}
+    out = {}
+    for v in versions:
+        r = rows.get(made.get(v.version_id, ""))
+        if r is not None:
+            out[v.version_id] = v.model_copy(update={"derivation": {
+                "id": r["source_id"].removeprefix("derivation:"), "method": r["method"],
+                "method_version": r["method_version"], "params": json.loads(r["params"]), "inputs": r["inputs"]}})
+    return out

@@ -23,9 +23,12 @@ where a missing source or entity is a caller's bug and raises InputError with no
 written. ``Memory.remember_fact`` is the gated path for agent writes.
 
 Idempotency: an experience or task state with an ``event_id`` is keyed by scope, type
-and event id; without one, by its content (a task state re-sent while it is still the
-task's latest revision changes nothing). A candidate is keyed by scope, type and
-content. Re-sending any of them returns what the first write stored.
+and event id; without one, an experience by its content, and a task state by its call
+(a retry finds it) and its content (one re-sent while it is still the task's latest
+revision changes nothing). A candidate is keyed by scope, type and content. Re-sending
+any of them returns what the first write stored, whatever became of it since: the
+repeat of a memory whose source was retracted, or whose entity was erased, since is
+that memory (or its tombstone), not a new candidate for review.
 """
 
 from __future__ import annotations
@@ -186,11 +189,16 @@ def list_candidates(tx: Tx, scope: Scope, *, ids: Sequence[str] | None = None,
 
 
 def remember_fact(tx: Tx, scope: Scope, fact: FactIn, at: Any) -> Remembered:
-    """The gated fact write: live if it has recorded sources and entity, else a candidate."""
+    """The gated fact write: live if it has recorded sources and entity, else a candidate
+    (a repeat of an assertion already stored is what that stored, whatever its sources
+    have become since)."""
     known = _known(tx, scope, fact.sources, [fact.entity])
     reasons = _entity_reasons(known) + _source_reasons(
         fact.sources, known, "a fact needs at least one source")
     if reasons:
+        repeat = facts.landed(tx, scope, fact)  # re-sent: what the first write stored
+        if repeat is not None:
+            return _live(tx, scope, "fact", repeat, at)
         return _store_candidate(tx, scope, "fact", _fact_payload(fact), reasons, at)
     vid = facts.write_facts(tx, scope, [fact], at).version_ids[0]
     return _live(tx, scope, "fact", vid, at)
@@ -219,8 +227,14 @@ def remember_experience(tx: Tx, scope: Scope, experience: ExperienceIn, at: Any,
 
     Its outcome passes the echo guard first (an outcome the agent read in its own
     context was not observed). Its ``available_by`` is the latest of its evidence's.
+    One already stored (re-sent) is returned as it is, whatever its evidence has
+    become since: a gate it would fail now would keep the repeat as a candidate.
     """
     payload = experience.model_dump(mode="json")
+    memory_id = digest(scope.id, "experience", experience.event_id or payload, prefix="exp_")
+    content_hash = _content_hash(payload)
+    if _existing(tx, scope, memory_id, content_hash, "experience.event_id"):
+        return _live(tx, scope, "experience", memory_id, at)
     if experience.outcome:
         echo.refuse(tx, scope, "experience", [("outcome", experience.outcome)])
     known = _known(tx, scope, experience.evidence, experience.entities)
@@ -237,53 +251,49 @@ def remember_experience(tx: Tx, scope: Scope, experience: ExperienceIn, at: Any,
     evidence = [known.sources[s] for s in experience.evidence if s in known.sources]
     if approval is not None:
         evidence.append({"id": approval.id, "available_by": approval.available_by})
-    memory_id = digest(scope.id, "experience", experience.event_id or payload, prefix="exp_")
-    content_hash = _content_hash(payload)
-    if not _existing(tx, scope, memory_id, content_hash, "experience.event_id"):
-        tx.run(
-            "experience.create", memory_id=memory_id, trigger=experience.trigger,
-            preconditions=list(experience.preconditions), procedure=list(experience.procedure),
-            outcome=experience.outcome, content_hash=content_hash,
-            available_by=max(facts.native(e["available_by"]) for e in evidence),
-            evidence=[facts.source_uid(scope, e["id"]) for e in evidence],
-            entities=[facts.entity_uid(scope, e) for e in experience.entities],
-            recorded_at=at, **facts.scope_params(scope))
-        indexing.index_memories(tx, scope, [memory_id])
+    tx.run(
+        "experience.create", memory_id=memory_id, trigger=experience.trigger,
+        preconditions=list(experience.preconditions), procedure=list(experience.procedure),
+        outcome=experience.outcome, content_hash=content_hash,
+        available_by=max(facts.native(e["available_by"]) for e in evidence),
+        evidence=[facts.source_uid(scope, e["id"]) for e in evidence],
+        entities=[facts.entity_uid(scope, e) for e in experience.entities],
+        recorded_at=at, **facts.scope_params(scope))
+    indexing.index_memories(tx, scope, [memory_id])
     return _live(tx, scope, "experience", memory_id, at)
 
 
 # ---------------------------------------------------------------- task states
 
 
-def save_task_state(tx: Tx, scope: Scope, state: TaskStateIn, at: Any,
+def save_task_state(tx: Tx, scope: Scope, state: TaskStateIn, at: Any, call: str,
                     expected_revision: int | None = None) -> Remembered:
     """The gated task-state write: a new revision of its task, the latest being active.
 
     Re-sending the task's current state changes nothing; with ``expected_revision``, a
-    mismatch with the task's revision raises ConcurrentWriteError.
+    mismatch with the task's revision raises ConcurrentWriteError. A state without an
+    event id is keyed by ``call``, a token the caller draws once per call: a retry after
+    a landed commit finds it even when another writer's state has landed since.
     """
     payload = state.model_dump(mode="json")
     task_id = (state.task_id or "").strip()
+    content_hash = _content_hash(payload)
+    memory_id = digest(scope.id, "task_state", *((state.event_id,) if state.event_id else (task_id, call)),
+                       prefix="ts_")
+    if _existing(tx, scope, memory_id, content_hash, "task_state.event_id"):  # re-sent: as stored
+        return _task_result(tx, scope, memory_id, at)
     known = _known(tx, scope, (), state.entities)
     reasons = [] if task_id else ["no task id: a task state lives with its task"]
     reasons += _entity_reasons(known)
     if reasons:
         return _store_candidate(tx, scope, "task_state", payload, reasons, at,
                                 event_id=state.event_id)
-    content_hash = _content_hash(payload)
     current = tx.one("task.current", task_id=task_id, **facts.scope_params(scope))
-    if state.event_id:
-        memory_id = digest(scope.id, "task_state", state.event_id, prefix="ts_")
-        if _existing(tx, scope, memory_id, content_hash, "task_state.event_id"):
-            return _task_result(tx, scope, memory_id, at)
-    elif current["content_hash"] == content_hash:
+    if not state.event_id and current["content_hash"] == content_hash:
         return _task_result(tx, scope, current["memory_id"], at)
     revision = current["revision"]
     if expected_revision is not None and expected_revision != revision:
         raise ConcurrentWriteError(f"task {task_id}", expected_revision, revision)
-    if not state.event_id:
-        memory_id = digest(scope.id, "task_state", task_id, revision + 1, content_hash,
-                           prefix="ts_")
     known = _known(tx, scope, state.artifact_refs, ()).sources
     tx.run(
         "task.create", memory_id=memory_id, task_id=task_id, goal=state.goal,
@@ -380,7 +390,7 @@ def _make_live(tx: Tx, scope: Scope, cand: Candidate, by: str, at: Any) -> Remem
             exp = exp.model_copy(update={"evidence": tuple(s for s in exp.evidence if s in known)})
             return remember_experience(tx, scope, exp, at, approval=approval)
         return remember_experience(tx, scope, exp, at)
-    return save_task_state(tx, scope, TaskStateIn.model_validate(payload), at)
+    return save_task_state(tx, scope, TaskStateIn.model_validate(payload), at, cand.id)
 
 
 def reject(tx: Tx, scope: Scope, candidate_id: str, reason: str, by: str | None,

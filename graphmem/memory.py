@@ -221,12 +221,14 @@ class Memory:
 
     Idempotency. A lost commit acknowledgement (the server or the connection dropped
     while a commit was in flight) is retried for every call whose second run records
-    nothing twice - every read and every write but one: facts, experiences, task states
-    and candidates are keyed by their content (or event id), entities and sources are
+    nothing twice - every read and every write but one: facts, experiences and
+    candidates are keyed by their content (or event id), entities and sources are
     upserted, invalidations, retractions, approvals and rejections skip what is already
-    recorded, and ``resolve``, ``erase`` and ``build_context`` name each call with a
-    token drawn once. A retried write reports what the retry found: a fact version that
-    landed the first time counts as ``unchanged``, a source as not newly recorded.
+    recorded, and ``resolve``, ``erase``, ``build_context`` and ``save_task_state`` (of
+    a state without an event id) name each call with a token drawn once. A retried
+    write reports what the retry found: a fact version that landed the first time
+    counts as ``unchanged``, a source or an entity put with ``replace=False`` as not
+    newly recorded.
     ``assert_fact`` with ``expected_revision`` is not idempotent (its own landed write
     would look like a concurrent one): it raises CommitUnknownError instead.
     """
@@ -364,11 +366,14 @@ class Memory:
 
     # ------------------------------------------------------------ writes
 
-    def put_entity(self, scope: Scope, entity: Entity) -> None:
-        """Create or update an entity (its descriptive fields are not versioned)."""
+    def put_entity(self, scope: Scope, entity: Entity, *, replace: bool = True) -> bool:
+        """Create or update an entity (its descriptive fields are not versioned); True if
+        written. With ``replace=False`` an entity already recorded is left as it is, decided
+        in the write's own transaction (two callers recording one id at once: one writes)."""
         scope = self.scope(scope)
         entity_argument(entity)
-        self.write(scope, "put_entity", lambda tx, at: facts.put_entity(tx, scope, entity, at))
+        return self.write(scope, "put_entity",
+                          lambda tx, at: facts.put_entity(tx, scope, entity, at, replace=replace))
 
     def record_source(self, scope: Scope, source: Source) -> bool:
         """Record a source; re-recording the identical source changes nothing (returns False)."""
@@ -382,7 +387,8 @@ class Memory:
         """Assert one fact; return the version it created or added evidence to.
 
         With ``expected_revision``, raise ConcurrentWriteError unless the key is at that
-        revision (0 for a new key); without it, concurrent writers serialise.
+        revision (0 for a new key; a read of the key says it: ``Answer.revision``);
+        without it, concurrent writers serialise.
         """
         scope = self.scope(scope)
         _instance("fact", fact, FactIn)
@@ -964,8 +970,9 @@ class Memory:
         scope = self.scope(scope)
         _instance("state", state, TaskStateIn)
         _revision(expected_revision)
+        call = uuid.uuid4().hex  # one per call: the same for its retries
         return self.write(scope, "save_task_state", lambda tx, at: governance.save_task_state(
-            tx, scope, state, at, expected_revision))
+            tx, scope, state, at, call, expected_revision))
 
     def memories(self, scope: Scope, memory_ids: list[str]) -> list[Experience | TaskState]:
         """Experiences and task states by id (unknown ids are left out), as of now."""

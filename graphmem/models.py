@@ -393,7 +393,14 @@ class Explain(_Model):
 
 class Answer(_Model):
     """The result of an as-of read: the version chosen, or every candidate of a conflict,
-    at (``cutoff``, ``known_at``) under the evidence requirement ``require``."""
+    at (``cutoff``, ``known_at``) under the evidence requirement ``require``.
+
+    ``revision`` is the key's revision when the read ran, whatever its ``known_at`` (0:
+    no such key yet): what ``assert_fact``'s ``expected_revision`` compares with. Every
+    write, evidence, invalidation, retraction, resolution and erasure moves it, while a
+    version's own ``revision`` is the key's when that version was made. None: not the
+    answer of one key (a read without a period that found several, none live; a
+    screen's or a panel's entity without a key)."""
 
     status: Literal["active", "conflicted", "not_found"]
     entity: str
@@ -404,6 +411,7 @@ class Answer(_Model):
     version: FactVersion | None = None
     candidates: tuple[FactVersion, ...] = ()
     explain: Explain = Explain()
+    revision: int | None = None
 
     @property
     def value(self) -> FactValue | None:

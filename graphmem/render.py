@@ -81,6 +81,10 @@ def answer(a: Answer) -> str:
                      f"(version {v.version_id}, authority {v.authority.value if v.authority else '-'})")
         lines.append(f"    available_by {_when(v.available_by)}  recorded_at {_when(v.recorded_at)}")
         lines.append(f"    sources: {sources(v)}")
+        if v.derivation:
+            d = v.derivation
+            lines.append(f"    derived by {printable(d['method'])} {printable(d['method_version'])} from "
+                         + ", ".join(f"{printable(i['role'])}={i['version_id']}" for i in d["inputs"]))
     removed = {k: n for k, n in a.explain.model_dump().items() if n and k != "versions"}
     lines.append(f"  explain: {a.explain.versions} version(s) considered; removed "
                  + (", ".join(f"{k}={n}" for k, n in removed.items()) or "none"))
@@ -218,7 +222,7 @@ def screen_table_rows(s: Any) -> list[tuple[Any, ...]]:
 def screen(s: Any) -> str:
     """A screen as a table (:func:`plain_table`: any number of rows, quickly), under a line
     saying what was asked and how many were found."""
-    asked = s.frame or (s.period.text if s.period else "")
+    asked = s.frame or (s.period.text if s.period else "each entity's latest window")  # else: an LTM screen
     counts = ", ".join(f"{n} {status}" for status, n in s.counts().items())
     head = (f"{printable(s.attribute)}{' (' + printable(s.definition) + ')' if s.definition else ''} "
             f"for {printable(asked)} as of cutoff "

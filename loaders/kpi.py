@@ -41,7 +41,7 @@ source are not stored; the report lists such sources under ``cited_as_recorded``
 
 Errors and transactions as for :mod:`.sec`: the whole table is checked first (the
 file's size, its header - every column present, no column named twice, not even in
-another case or with spaces around it -, CIK digits, decimal value, unit whitelist,
+another case or with spaces around it -, CIK digits, decimal value, a unit id (any, as spelled),
 dates, start after end, basis, one form/filed/accepted/document/CIK per source, and
 graphmem's bounds on every entity, source and fact built from it) and the first problem
 raises :class:`graphmem.InputError` naming the file, the row index (0 = first data row;

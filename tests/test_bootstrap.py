@@ -294,6 +294,13 @@ def test_a_company_past_its_ticks_is_left_out_whole_and_the_build_sees_what_part
     assert "cik:9200001" in text and "9200002" not in text
 
 
+def test_bootstrap_edgar_help_names_the_filings_a_company_may_have():
+    """`bootstrap edgar --help` says which companies the build leaves out by the build's
+    real clock stride (it said 4,093 filings, a stride of 4,096 long gone)."""
+    said = " ".join(CliRunner().invoke(main, ["bootstrap", "edgar", "--help"]).output.split())
+    assert f"more than {loader.STRIDE - 3:,} filings" in said
+
+
 # ---------------------------------------------------------------- the pieces
 
 

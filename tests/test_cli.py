@@ -118,6 +118,27 @@ def test_stored_control_characters_are_escaped_in_human_output(migrated, mem, sc
     assert '"value": "\\u001b[2J\\u001b[31mred\\rline\\nbreak\\u202eevil\\u0007"' in as_json.stdout
 
 
+def test_asof_reads_a_key_beside_a_derived_one_of_the_same_period_by_its_definition(migrated, mem, scope):
+    """A reported year and an LTM value derived for the same window (`screen --ltm`
+    records one) are two keys that differ by definition alone: asof named `definition=`,
+    an option it did not have, so neither could be read from the command line."""
+    mem.put_entity(scope, Entity(id="acme"))
+    mem.record_source(scope, Source(id="10-K", kind="10-K", authority="primary",
+                                    available_by=dt.datetime(2025, 2, 1, tzinfo=UTC)))
+    year = Period(start=dt.date(2024, 1, 1), end=dt.date(2024, 12, 31))
+    for value, definition in ((100, ""), (120, "ltm")):
+        mem.assert_fact(scope, FactIn(entity="acme", attribute="revenue", unit="USD", value=value, period=year,
+                                      definition=definition, sources=("10-K",)))
+    environ = env(migrated)
+    asked = (*ASOF[:-1], "2025-03-01", "--period", "2024-01-01..2024-12-31", "--tenant", scope.tenant)
+    err = one_line_error(run_cli(*asked, environ=environ), code=2)
+    assert "--definition 'ltm'" in err and err.endswith("pass --period, --unit or --definition\n"), err
+    for definition, value in (("ltm", "120"), ("", "100")):
+        done = run_cli(*asked, "--definition", definition, "--json", environ=environ)
+        assert done.returncode == 0, done.stderr
+        assert f'"value": "{value}"' in done.stdout and f'"definition": "{definition}"' in done.stdout
+
+
 def test_an_error_line_is_one_printable_line_whatever_its_message_holds():
     line = error_line(InputError("entity 'a\x1b[2Jb'", "two\nlines\r\x07"), where="load kpi x.csv",
                       named="x.csv")
@@ -127,11 +148,14 @@ def test_an_error_line_is_one_printable_line_whatever_its_message_holds():
     assert error_line(ValueError("boom")).startswith("graphmem: error: unexpected ValueError: boom")
 
 
-def test_a_bad_panel_range_is_one_line_naming_its_option(migrated):
+def test_a_bad_panel_range_is_one_line_naming_its_option(migrated, tmp_path):
     """`graphmem panel`'s ranges: a day that does not exist, FROM after TO, a year range
-    of instants - each refused naming its option, none a crash or a silent other panel."""
+    of instants, a bad line of a cutoffs file (named by its line) - each refused naming
+    its option, none a crash or a silent other panel."""
     environ = env(migrated)
     quarters = "2019-03-31..2019-06-30:quarterly"
+    times = tmp_path / "cutoffs.txt"
+    times.write_text("# quarter ends\n2019-03-31\n\n2019-06-31\n")
     for args, said in (
             (("--frames", "CY2024Q3I", "--cutoffs", "2019-02-30..2024-12-31:quarterly"),
              "--cutoffs: '2019-02-30' is not a date: day is out of range for month"),
@@ -140,7 +164,9 @@ def test_a_bad_panel_range_is_one_line_naming_its_option(migrated):
             (("--frames", "CY2024Q4..CY2019Q1", "--cutoffs", quarters),
              "--frames: 'CY2024Q4..CY2019Q1': FROM CY2024Q4 is after TO CY2019Q1"),
             (("--frames", "CY2019I..CY2020I", "--cutoffs", quarters),
-             "--frames: 'CY2019I': an instant frame names a quarter; the year's last day is CY2019Q4I")):
+             "--frames: 'CY2019I': an instant frame names a quarter; the year's last day is CY2019Q4I"),
+            (("--frames", "CY2019Q1I", "--cutoffs", str(times)),
+             f"--cutoffs: {times} line 4: not an ISO date or datetime: '2019-06-31' (day is out of range for month)")):
         err = one_line_error(run_cli("panel", "--tenant", "t", "--attribute", "us-gaap:Assets", *args,
                                      environ=environ), code=2)
         assert err == f"graphmem: error: {said}\n"

@@ -315,6 +315,80 @@ def test_expected_revision_moves_with_an_invalidation(w):
     assert w.fact(Decimal("110"), "10k", expected_revision=2).value == Decimal("110")
 
 
+def test_a_writer_refused_for_a_stale_revision_can_re_read_it_and_write(w):
+    """``ConcurrentWriteError`` says "re-read the key and decide again". The revision it
+    compares with is the key's, which every write, evidence, invalidation and retraction
+    moves, while a version's ``revision`` is the key's when the version was made. A
+    read gave no other, so a writer holding what graphmem itself answered - even right
+    after its own write of a value with two sources - was refused again after every
+    re-read. A read of one key says the key's revision (0 before its first write)."""
+    from graphmem import ConcurrentWriteError
+
+    w.source("10q", t("2024-05-01"), publisher="cik:1")
+    w.source("wire", t("2024-05-01"), publisher="wire:a")
+    w.source("10k", t("2025-02-01"), publisher="cik:1")
+    w.source("10k-a", t("2025-03-01"), publisher="cik:1")
+    assert w.read(FAR).revision == 0
+    v = w.fact(Decimal("100"), "10q", "wire", expected_revision=0)  # one write: a version, more evidence
+    with pytest.raises(ConcurrentWriteError) as info:
+        w.fact(Decimal("110"), "10k", expected_revision=v.revision)
+    read = w.read(FAR)
+    assert read.revision == info.value.actual == 2 and read.version.revision == v.revision == 1
+    restated = w.fact(Decimal("110"), "10k", expected_revision=read.revision)
+    w.mem.invalidate(w.scope, restated.version_id, "wrong column")
+    after = w.read(FAR)
+    assert after.value == Decimal("100") and after.revision == 4
+    assert w.fact(Decimal("111"), "10k-a", expected_revision=after.revision).value == Decimal("111")
+    assert [h.value for h in w.history()] == [Decimal("100"), Decimal("110"), Decimal("111")]
+
+
+def test_a_retraction_racing_a_derivation_never_leaves_its_output_live(w):
+    """A source withdrawn while an agent derives from a fact only it evidences: whichever
+    commits first, nothing derived from the withdrawn fact is live afterwards - the
+    derivation is refused (its input is retracted), or recorded and then retracted by
+    the retraction's cascade. The two calls are released together, one of them a moment
+    later in turn, so that each order is met."""
+    import threading
+    import time
+
+    met = set()
+    for n in range(4):
+        w.source(f"wire-{n}", t("2024-05-01"), publisher=f"wire:{n}")
+        base = w.fact(Decimal(n + 1), f"wire-{n}", attribute=f"base_{n}")
+        both, outcome = threading.Barrier(2), {}
+
+        def derive(n=n, base=base, both=both, outcome=outcome):
+            both.wait(timeout=30)
+            time.sleep(0.3 * (n % 2))
+            try:
+                outcome["derive"] = w.mem.derive(
+                    w.scope, method="double", method_version="1", params={}, inputs={"x": base.version_id},
+                    output=w.fact_in(Decimal(2 * (n + 1)), "wire-0", attribute=f"double_{n}"))
+            except InputError as exc:
+                outcome["derive"] = exc
+
+        def retract(n=n, both=both, outcome=outcome):
+            both.wait(timeout=30)
+            time.sleep(0.3 * (1 - n % 2))
+            outcome["retract"] = w.mem.retract_source(w.scope, f"wire-{n}", reason="withdrawn")
+
+        threads = [threading.Thread(target=derive), threading.Thread(target=retract)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(timeout=60)
+        assert set(outcome) == {"derive", "retract"}, outcome
+        if isinstance(outcome["derive"], InputError):
+            assert "retracted" in str(outcome["derive"])
+        else:
+            derived = outcome["derive"].version_id
+            assert any(i.id == derived and i.reason == "invalid" for i in outcome["retract"].items)
+        met.add(type(outcome["derive"]).__name__)
+        assert w.read(FAR, attribute=f"double_{n}").status == "not_found"
+        assert w.read(FAR, attribute=f"base_{n}").status == "not_found"
+    assert met == {"InputError", "FactVersion"}
+
+
 def test_a_fact_available_before_its_source_is_refused_naming_the_row(w):
     """available_by is checked: never before the source became public (the microsecond
     before is refused, the same instant in another zone taken)."""

@@ -144,6 +144,17 @@ def test_the_rung_tables_headers_stand_over_their_values():
         assert sorted(ends) == [m.end() for m in re.finditer(r"\d\.\d{3}", row)]
 
 
+def test_the_rung_table_shows_the_query_embedding_time_of_the_rungs_that_embed():
+    """`eval retrieval` reports each rung's embedding time (docs/DESIGN.md §7): the table
+    too, not only --json; a text rung embeds nothing and shows a dash."""
+    groups = {"all": {"recall@5": 1.0, "recall@10": 1.0, "mrr": 1.0, "queries": 1}}
+    rungs = {r: {"groups": groups, "forbidden_hits": 0, "latency_ms": {"p50": 1.0, "p95": 2.0},
+                 "embedding_ms": ms} for r, ms in (("text", None), ("semantic", {"p50": 0.25, "p95": 3.5}))}
+    assert score.table(rungs).splitlines()[-1].split() == ["embedding", "p50/p95", "ms", "-", "0.2/3.5"]
+    del rungs["semantic"]
+    assert "embedding" not in score.table(rungs)
+
+
 def _all(text: str, word: str) -> list[int]:
     return [i for i in range(len(text)) if text.startswith(word, i)]
 

@@ -253,6 +253,56 @@ def test_a_failed_write_retried_and_a_duplicated_event_make_one_memory(w, monkey
     assert w.mem.save_task_state(w.scope, state).id == one.id  # a retry of the current state
 
 
+def test_an_event_delivered_again_after_its_evidence_was_retracted_is_the_first_write(w):
+    """Re-sending an experience returns what the first write stored. Once its evidence
+    source was retracted, the same event (same event id) delivered again failed the gate
+    and was kept as a new candidate for review, beside the live memory it repeats."""
+    w.source("run-1", t("2024-05-01"), kind="tool_run")
+    first = w.experience("run-1", event_id="evt-1")
+    w.mem.retract_source(w.scope, "run-1", reason="withdrawn by the tool's owner")
+    again = w.experience("run-1", event_id="evt-1")
+    assert (again.status, again.id) == ("live", first.id)
+    assert w.mem.candidates(w.scope, status=None) == []
+    with pytest.raises(InputError, match="different content"):
+        w.experience("run-1", event_id="evt-1", outcome="something else")
+
+
+def test_a_fact_sent_again_after_its_source_was_retracted_is_the_first_write(w):
+    """Re-sending the very same assertion changes nothing. Through the gate, once its
+    source was retracted, the repeat of a fact already stored was kept as a candidate
+    for review - which an approval would make live again with the approver's evidence."""
+    w.source("wire", t("2024-05-01"), publisher="wire:a")
+    fact = w.fact_in(Decimal("100"), "wire")
+    first = w.mem.remember_fact(w.scope, fact)
+    w.mem.retract_source(w.scope, "wire", reason="withdrawn by the wire")
+    again = w.mem.remember_fact(w.scope, fact)
+    assert (again.status, again.id) == ("live", first.id)
+    assert w.mem.candidates(w.scope, status=None) == []
+    assert w.read(FAR).status == "not_found"
+    other = w.mem.remember_fact(w.scope, w.fact_in(Decimal("101"), "wire"))  # not a repeat: gated
+    assert other.status == "candidate" and "retracted" in other.reasons[0]
+
+
+def test_writes_delivered_again_after_their_entity_was_erased_bring_nothing_back(w):
+    """An event delivered twice, the second time after its entity was erased: the gate
+    refused the repeat (the entity takes no new memories) and kept it as a new candidate
+    for review - the erased payload back in the store, beside the tombstone of the first
+    write. A repeat is the first write: its tombstone."""
+    w.source("run-1", t("2024-05-01"), kind="tool_run")
+    fact = w.fact_in(Decimal("100"), "run-1")
+    state = TaskStateIn(task_id="T1", goal="follow up on acme's merger", entities=("acme",), event_id="e1")
+    experience = dict(trigger="acme merger question", outcome="the merger closed", entities=("acme",),
+                      event_id="e2")
+    first = [w.mem.remember_fact(w.scope, fact), w.mem.save_task_state(w.scope, state),
+             w.experience("run-1", **experience)]
+    w.mem.erase(w.scope, entity="acme", reason="the user asked to be forgotten")
+    again = [w.mem.remember_fact(w.scope, fact), w.mem.save_task_state(w.scope, state),
+             w.experience("run-1", **experience)]
+    assert [a.id for a in again] == [f.id for f in first]
+    assert w.mem.candidates(w.scope, status=None) == []
+    assert again[0].version.erased and again[1].task_state.erased and again[2].experience.erased
+
+
 def test_a_context_whose_commit_acknowledgement_is_lost_is_recorded_once(w, monkeypatch):
     # the commit lands, then the connection drops before the client hears of it: the
     # retry must find the snapshot the first try wrote, not record a second one
@@ -270,6 +320,48 @@ def test_a_context_whose_commit_acknowledgement_is_lost_is_recorded_once(w, monk
     assert ctx.recorded_at == recorded["at"][0].to_native()  # the first try's time
     assert w.mem.context_snapshot(w.scope, ctx.snapshot_id).rendered == ctx.rendered
     assert w.mem.trace(w.scope, ctx.snapshot_id, ctx.included[0].memory_id).outcome == "included"
+
+
+def test_a_context_of_hits_that_do_not_say_when_is_recorded_once_after_a_lost_acknowledgement(w, monkeypatch):
+    """Hits of task states and experiences alone do not say when they were read, so the
+    context reads them at its own transaction time and renders that time. The snapshot's
+    id hashed the rendering with the call's token: the retry's rendering (another
+    transaction time) made another id, and a second snapshot of the one call."""
+    w.mem.save_task_state(w.scope, TaskStateIn(task_id="T1", goal="compare revenue", checkpoint="a"))
+    hits = list(w.search("compare", types=["task_state"]).hits)
+    lost = lose_first_acknowledgement(monkeypatch)
+    ctx = w.mem.build_context(w.scope, task_id="T-lost", memories=hits, token_budget=4000)
+    monkeypatch.undo()
+    assert lost
+    [recorded] = w.mem.context_snapshots(w.scope, task_id="T-lost")
+    assert (recorded.snapshot_id, recorded.rendered, recorded.recorded_at) == \
+        (ctx.snapshot_id, ctx.rendered, ctx.recorded_at)  # the first try's
+
+
+def test_a_task_state_retried_after_another_agent_saved_is_not_saved_twice(w, monkeypatch):
+    """A task state without an event id was keyed by its content and the revision it
+    would take. Its commit landed, the acknowledgement was lost, and another agent's
+    update (queued on the tenant's lock) landed before the retry: the retry no longer
+    found its state as the task's latest and saved it again, as a third revision on top
+    of the other agent's - whose state stopped being the task's."""
+    mine = TaskStateIn(task_id="T1", goal="compare", checkpoint="mine")
+    theirs = TaskStateIn(task_id="T1", goal="compare", checkpoint="theirs")
+    real, lost = neo4j.Transaction.commit, []
+
+    def commit_then_drop(self):
+        real(self)
+        if not lost:
+            lost.append(True)
+            w.mem.save_task_state(w.scope, theirs)  # lands between the commit and the retry
+            raise neo4j.exceptions.IncompleteCommit("injected: Failed to read from defunct connection")
+
+    monkeypatch.setattr(neo4j.Transaction, "commit", commit_then_drop)
+    saved = w.mem.save_task_state(w.scope, mine)
+    monkeypatch.undo()
+    assert lost and saved.task_state.revision == 1
+    [hit] = w.search("compare", task_id="T1").hits
+    assert (hit.task_state.checkpoint, hit.task_state.revision) == ("theirs", 2)
+    assert w.search("compare", task_id="T1").explain.removed == {"superseded": 1}
 
 
 def test_two_concurrent_task_state_updates(w):

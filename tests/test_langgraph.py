@@ -481,6 +481,51 @@ def test_a_retry_after_a_lost_acknowledgement_puts_once(store, monkeypatch):
     assert len(store.history(("a",), "j")) == 1
 
 
+def test_agents_putting_and_deleting_one_item_at_once_lose_and_double_nothing(mem):
+    """Three agents, each with its own store on one tenant, put and delete one item at
+    once (each puts twice, then deletes or puts the value another agent put). Every put
+    is recorded once (as a version or as more evidence for the value the item had), no
+    read meets a conflict, and the item ends as the last committed operation left it."""
+    import threading
+
+    shared = tenant()
+    ns, agents = ("team", "notes"), [GraphmemStore(mem, tenant=shared) for _ in range(3)]
+    store = agents[0]
+    both, errors, puts = threading.Barrier(3), [], []
+
+    def agent(i: int) -> None:
+        try:
+            both.wait(timeout=30)
+            for step, value in enumerate([{"by": i, "n": 0}, {"by": i, "n": 1}, {"by": 0, "n": 0}]):
+                if step == 2 and i == 2:
+                    agents[i].delete(ns, "k")
+                else:
+                    agents[i].put(ns, "k", value)
+                    puts.append(value)
+                agents[i].get(ns, "k")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=agent, args=(i,)) for i in range(3)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    assert not errors, errors
+    versions = mem.history(store.scope_of(ns), entity=store.entity_of(ns), attribute="k")
+    sources = [e.source_id for v in versions for e in v.sources]
+    assert len(sources) == len(set(sources)) == len(puts) == 8
+    assert sorted(json.dumps(json.loads(v.value), sort_keys=True) for v in versions for _ in v.sources) == \
+        sorted(json.dumps(p, sort_keys=True) for p in puts)
+    last_put = max((e.available_by, json.loads(v.value)) for v in versions for e in v.sources)
+    deleted = [x.recorded_at for v in versions for x in v.lifecycle if x.kind == "invalidated"]
+    item = store.get(ns, "k")
+    if deleted and max(deleted) > last_put[0]:
+        assert item is None
+    else:
+        assert item is not None and item.value == last_put[1]
+
+
 @pytest.mark.parametrize("namespace, key, value, where", [
     (("a.b",), "k", {}, "namespace"),
     (("a",), "", {}, "key"),

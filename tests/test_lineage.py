@@ -8,7 +8,7 @@ import gc
 import networkx as nx
 import pytest
 
-from graphmem import Entity, FactIn, InputError, NotFoundError, Period, Source
+from graphmem import Entity, FactIn, InputError, NotFoundError, Period, Source, render
 
 UTC = dt.UTC
 T0 = dt.datetime(2025, 1, 10, tzinfo=UTC)
@@ -70,6 +70,25 @@ def test_chain_and_diamond_are_reported_once_with_depth_and_order(mem, scope, ba
 def _drv(mem, scope, version):
     graph = mem.lineage(scope, version.version_id, "upstream", max_depth=2)
     return next(n[2:] for n in graph if n.startswith("d:"))
+
+
+def test_a_derived_fact_carries_its_derivation_wherever_it_is_read(mem, scope, base):
+    """DESIGN.md section 4: every answer carries, for a derived fact, the derivation
+    (method, version, inputs). ``FactVersion.derivation`` was None everywhere: what a
+    number was computed from took a lineage call. Reported facts carry none."""
+    s = derive(mem, scope, "s", 30, a=base["x"], b=base["y"])
+    shown = {"method": "calc-s", "method_version": "1", "params": {"k": 1},
+             "inputs": [{"role": "a", "version_id": base["x"].version_id},
+                        {"role": "b", "version_id": base["y"].version_id}]}
+    assert s.derivation == {"id": s.sources[0].source_id.removeprefix("derivation:"), **shown}
+    answer = mem.as_of(scope, entity="E", attribute="s", period=Q, cutoff=day(5))
+    (history,) = mem.history(scope, entity="E", attribute="s")
+    (listed,) = mem.facts_as_of(scope, entity="E", attribute="s", cutoff=day(5))
+    for version in (answer.version, history, listed.version, mem.versions(scope, [s.version_id])[0]):
+        assert version.derivation == s.derivation
+    assert mem.as_of(scope, entity="E", attribute="x", period=Q, cutoff=day(5)).version.derivation is None
+    shown_by_asof = render.answer(answer).splitlines()  # `graphmem asof` says it too
+    assert f"    derived by calc-s 1 from a={base['x'].version_id}, b={base['y'].version_id}" in shown_by_asof
 
 
 def test_retract_applies_the_cascade_and_old_known_at_still_sees_it(mem, scope, base):

@@ -304,7 +304,7 @@ def test_a_skipped_member_says_what_removed_its_keys(mistagged):
     assert early.cells[0].skipped == (f"{EPS}: nothing public", f"{EPS_IFRS}: nothing public")  # filed later
 
 
-def test_an_items_period_decides_the_kind_of_its_frames(mistagged):
+def test_an_items_period_decides_the_kind_of_its_frames(mistagged, migrated):
     mem, scope = mistagged
     family = lineitems.load()
     assets, revenue, cutoff = family["total_assets"], family["revenue"], t("2024-12-31")
@@ -328,6 +328,14 @@ def test_an_items_period_decides_the_kind_of_its_frames(mistagged):
     assert (answer.entity, answer.value) == ("cik:1", Decimal("1000"))
     (cell,) = mem.panel(scope, attribute=assets, latest="instant", cutoffs=[cutoff]).cells
     assert (cell.frame, cell.value) == ("CY2024Q3I", Decimal("1000"))
+    # the command line says it in its own words, an option and its value apart ("--latest'instant'" before)
+    for item, latest, said in (("total_assets", "quarter", "ask --latest 'instant', not 'quarter'"),
+                               ("revenue", "instant", "ask --latest 'quarter' or 'year', not 'instant'")):
+        done = CliRunner().invoke(main, ["panel", "--tenant", scope.tenant, "--item", item, "--latest", latest,
+                                         "--cutoffs", "2024-12-31..2024-12-31:quarterly"], env=env(migrated))
+        assert (done.exit_code, done.output) == (
+            2, f"graphmem: error: --latest: {item} is {'an instant' if item == 'total_assets' else 'a duration'} "
+               f"item: {said}\n")
 
 
 def test_a_cell_no_member_answers_keeps_nothing_of_a_refused_row(mistagged):

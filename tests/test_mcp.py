@@ -7,11 +7,13 @@ stdio."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -680,9 +682,10 @@ def test_a_request_with_a_bad_id_never_reaches_the_sdk():
     assert seen == REFUSED and sent[0]["status"] == 401
 
 
-def test_a_taken_port_is_one_error_for_mcp_and_bootstrap_alike(migrated, tmp_path):
+def test_a_taken_port_is_one_error_for_mcp_ui_and_bootstrap_alike(migrated, tmp_path):
     """One check (graphmem.server.listening) for every command that serves on a port:
-    the same line and exit 1, whoever holds the port."""
+    the same line and exit 1, whoever holds the port (`graphmem ui` printed its address,
+    then uvicorn's log line, and exited 3: "no server")."""
     tokens = tmp_path / "tokens.toml"
     tokens.write_text(f'[[tokens]]\ntoken = "{uuid.uuid4().hex}"\ntenant = "t"\n')
     lpa = Path(__file__).parent / "fixtures" / "companyfacts-CIK0001997711-lpa.json"
@@ -692,9 +695,10 @@ def test_a_taken_port_is_one_error_for_mcp_and_bootstrap_alike(migrated, tmp_pat
         port = str(taken.getsockname()[1])
         done = [CliRunner().invoke(main, command, env=_env(migrated)) for command in (
             ["mcp", "--read-only", "--transport", "http", "--port", port, "--tokens", str(tokens)],
+            ["ui", "--port", port, "--tenant", "t"],
             ["bootstrap", "companyfacts", str(lpa), "--home", str(tmp_path / "home"), "--port", port])]
     expected = (1, f"graphmem: error: port {port} on 127.0.0.1 is in use by another process; choose another --port")
-    assert [(d.exit_code, d.stderr.strip()) for d in done] == [expected, expected]
+    assert [(d.exit_code, d.output.strip()) for d in done] == [expected] * 3
 
 
 def test_stdio_transport_end_to_end(migrated, scope):
@@ -856,3 +860,34 @@ def test_mcp_http_on_any_loopback_address_refuses_a_foreign_host_header(migrated
     assert own.status_code == 200
     assert foreign.status_code == 421
     assert origin.status_code == 403
+
+
+def test_mcp_record_entity_called_by_two_agents_at_once_records_one(mem: Memory, scope: Scope, monkeypatch):
+    """``record_entity`` leaves an entity already recorded as it is and says so. It read
+    the entity, then wrote it in a second transaction: two agents recording one id at
+    once both read "none", both were told "recorded", and the second one's name
+    silently replaced the first's. Each call here reads first, then waits for the other
+    to have read too (or 2 s) before going on."""
+    server = build_server(mem, FixedAccess(scope, "analyst"))
+    both_read, real = threading.Barrier(2), Memory.entity
+
+    def entity_then_wait(self, *args, **kwargs):
+        found = real(self, *args, **kwargs)
+        with contextlib.suppress(threading.BrokenBarrierError):
+            both_read.wait(timeout=2)
+        return found
+
+    monkeypatch.setattr(Memory, "entity", entity_then_wait)
+
+    async def two_agents() -> list[Any]:
+        async def agent(name: str) -> Any:
+            async with Client(server, mode="legacy") as client:
+                return await client.call_tool("record_entity", {"id": "acme", "name": name})
+        return list(await asyncio.gather(agent("Acme Corp"), agent("ACME Inc.")))
+
+    outs = [ok(r) for r in asyncio.run(two_agents())]
+    monkeypatch.undo()
+    assert sorted(o["recorded"] for o in outs) == [False, True]
+    [winner] = [o["entity"]["name"] for o in outs if o["recorded"]]
+    assert mem.entity(scope, "acme").name == winner  # the one told "recorded" stands
+    assert [o["entity"]["name"] for o in outs] == [winner, winner]  # and both are shown it

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
-from world import Q1, Q2, World
+from world import Q1, Q2, World, lose_first_acknowledgement
 
 from graphmem import Entity, ExperienceIn, InputError, Memory, Scope, TaskStateIn
 from graphmem.retrieval import Embedder, ToyEmbedder, rank
@@ -415,6 +415,22 @@ def test_two_embedders_racing_for_a_new_scope_leave_one_record(w):
     assert w.search("widget", mode="semantic", embedder=winner).hits
     with w.mem.db.driver.session(database="neo4j") as s, pytest.raises(Exception, match="already exists"):
         s.run("CREATE (:EmbeddingSpace {tenant: $t, scope: $s})", t=w.scope.tenant, s=w.scope.id).consume()
+
+
+def test_a_switch_whose_commit_acknowledgement_is_lost_says_it_switched(w, monkeypatch):
+    """``retrieval.switch`` moved the scope to its target only where the target was still
+    set: a retry after its commit landed found none, and the re-embedding reported that
+    the scope had not switched (``graphmem embed`` then leaves out "the scope switched to
+    it")."""
+    w.source("s1", DAY0, title="widget inventory")
+    w.fact(Decimal(1), "s1", attribute="widget")
+    w.mem.embed(w.scope, embedder=toy)
+    new = Embedder(ToyEmbedder(16), name="toy:16", dims=16)
+    lost = lose_first_acknowledgement(monkeypatch, writing="s.name = s.target")
+    report = w.mem.embed(w.scope, embedder=new, switch=True)
+    monkeypatch.undo()
+    assert lost and report["switched"]
+    assert w.search("widget", mode="semantic", embedder=new).hits
 
 
 def test_a_killed_re_embedding_resumes_and_searches_wait_for_it(w):

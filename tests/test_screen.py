@@ -617,3 +617,8 @@ def test_the_command_line_ltm_screen(migrated, real):
     refused = _cli(migrated, scope, "--ltm", "--attribute", "us-gaap:OperatingIncomeLoss",
                    "--period", "2021-09-30", "--cutoff", "2022-04-01")
     assert refused.exit_code == 2 and "--ltm: an LTM screen takes --frame" in refused.output
+    # without --frame (each entity's latest window) the table's first line says so ("for  as of" before)
+    latest = _cli(migrated, scope, "--ltm", "--attribute", "us-gaap:OperatingIncomeLoss", "--cutoff", "2022-04-01")
+    assert latest.exit_code == 0, latest.output
+    assert latest.output.startswith("us-gaap:OperatingIncomeLoss (ltm) for each entity's latest window as of cutoff "
+                                    "2022-04-01T23:59:59+00:00")

@@ -81,7 +81,8 @@ def timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, float
 
 def table(results: dict[str, dict[str, Any]]) -> str:
     """Rungs side by side: recall@5/@10 and MRR per group (its question count beside its
-    name: every rung asks the same), then forbidden hits and latency."""
+    name: every rung asks the same), then forbidden hits, latency and, for the rungs that
+    embed the query, its embedding time."""
     rungs = list(results)
     groups = sorted({g for r in results.values() for g in r["groups"]}, key=lambda g: (g != "all", g))
     width = 24  # a rung's column: three values of 8 characters
@@ -96,4 +97,8 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     lines.append(f"{'forbidden':20}" + "".join(f"{results[r]['forbidden_hits']:>{width}}" for r in rungs))
     lines.append(f"{'p50/p95 ms':20}" + "".join(
         f"{results[r]['latency_ms']['p50']:>{width - 9}.1f}/{results[r]['latency_ms']['p95']:<8.1f}" for r in rungs))
+    embedding = [results[r].get("embedding_ms") for r in rungs]  # the query's embedding (None: text)
+    if any(embedding):
+        lines.append(f"{'embedding p50/p95 ms':20}" + "".join(
+            f"{e['p50']:>{width - 9}.1f}/{e['p95']:<8.1f}" if e else f"{'-':>{width - 9}}{'':9}" for e in embedding))
     return "\n".join(lines)

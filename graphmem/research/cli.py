@@ -62,7 +62,7 @@ def cutoffs(text: str, name: str = "--cutoffs", *, files: bool = True) -> list[d
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(name, f"neither FROM..TO:quarterly (monthly, yearly) nor a readable "
                                    f"file of times: {exc}") from exc
-        times = [parse_time(line.strip(), name) for line in lines
+        times = [parse_time(line.strip(), f"{name}: {text} line {n}") for n, line in enumerate(lines, 1)
                  if line.strip() and not line.strip().startswith("#")]
         return [x for x in times if x is not None]
     if match["step"] not in _STEPS:

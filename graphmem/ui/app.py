@@ -33,6 +33,7 @@ from ..errors import InputError, NotFoundError, ScopeError
 from ..integrations.tokens import Caller, digest, load_tokens, loopback
 from ..memory import Memory
 from ..models import Scope
+from ..server import listening
 from . import pages
 
 log = logging.getLogger("graphmem.ui")
@@ -174,7 +175,8 @@ def serve(memory: Memory, *, scope: Scope, tokens: Path | None, host: str = "127
                                      "(each bearer token maps to one scope)")
     app = build_app(memory, scope=None if tokens else scope, tokens=load_tokens(tokens) if tokens else None,
                     hosts=allowed_hosts(host), secure=not loopback(host))
+    sock = listening(host, port)  # a taken port: graphmem's one-line error, exit 1 (as `graphmem mcp`)
     display = f"[{host}]" if ":" in host else host
     serving = "a scope per token" if tokens else f"tenant {scope.tenant}"
     print(f"graphmem ui on http://{display}:{port}/ ({serving})", flush=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])

@@ -510,11 +510,11 @@ def register(memory: Memory, access: Access, grants: Grants) -> list[Tool]:
         """Record something facts are about (a company, a person, a service) so facts about it
         can go live. An entity already recorded is left as it is (returned unchanged)."""
         def work(c: Caller) -> tuple[BaseModel, str]:
-            existing = memory.entity(c.scope, id, erased=False)
-            if existing is None:  # unknown, or erased: put_entity refuses that, saying why
-                memory.put_entity(c.scope, Entity(id=id, name=name, kind=kind, aliases=tuple(aliases or ())))
-            out = r.EntityOut(recorded=existing is None, entity=existing or memory.entity(c.scope, id))
-            return out, f"entity {id} " + ("recorded" if existing is None else "already recorded (unchanged)")
+            # an erased entity: put_entity refuses it, saying why
+            recorded = memory.put_entity(c.scope, Entity(id=id, name=name, kind=kind, aliases=tuple(aliases or ())),
+                                         replace=False)
+            out = r.EntityOut(recorded=recorded, entity=memory.entity(c.scope, id))
+            return out, f"entity {id} " + ("recorded" if recorded else "already recorded (unchanged)")
         return _run(access, ctx, work)
 
     @tool("write", ADDITIVE, "Record a source")
