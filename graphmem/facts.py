@@ -170,6 +170,11 @@ def tick(tx: Tx, scope: Scope, now: dt.datetime | None) -> dt.datetime:
     return native(tx.one("admin.tick", tenant=scope.tenant, now=now)["recorded_at"])
 
 
+def recorded_through(tx: Tx, scope: Scope) -> dt.datetime:
+    """The default known_at of the scope's reads (cypher/admin.cypher, ``admin.known_at``)."""
+    return native(tx.one("admin.recorded_through", tenant=scope.tenant)["known_at"])
+
+
 def put_entity(tx: Tx, scope: Scope, entity: Entity, recorded_at: Any) -> None:
     uid = entity_uid(scope, entity.id)
     before = indexing.entity_before(tx, scope, uid)  # search text names the entity
@@ -546,7 +551,11 @@ def read_answers(
     known_at: dt.datetime | None,
     require: Require | None,
 ) -> list[Answer]:
-    """One Answer per fact key the selectors match (not_found ones included)."""
+    """One Answer per fact key the selectors match (not_found ones included). Reads in
+    several statements take one default known_at, read first: each statement would read
+    the tenant's clock anew (admin.known_at), and a write may commit in between."""
+    if known_at is None and len(selectors) > _READS:
+        known_at = recorded_through(tx, scope)
     times = Times()
     at = {"now": True} if cutoff is NOW else {"cutoff": times.ref(cutoff)}
     reads = [{"i": i, **selector, **at, "known_at": times.ref(known_at), "idem": None}

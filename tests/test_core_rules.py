@@ -422,3 +422,43 @@ def test_expected_revision_moves_with_a_retraction(w):
     w.mem.retract_source(w.scope, "10q", reason="withdrawn")
     with pytest.raises(ConcurrentWriteError):
         w.fact(Decimal("110"), "10k", expected_revision=v.revision)
+
+
+def test_a_read_reports_a_known_at_that_reproduces_it_while_a_write_is_in_flight(w, monkeypatch):
+    """A read as recorded now reports the known_at it read at, so that reading again at
+    that known_at reproduces it (an audit of what an agent was told). A write takes its
+    recorded_at when it takes the tenant's clock, before it commits: a read in between
+    does not see it, and reported the time it ran - later than the write's stamp - so the
+    same read at the reported known_at, after the commit, answered otherwise. It now
+    reports the tenant's last committed transaction time, which a write in flight is after."""
+    import threading
+
+    from graphmem import facts
+
+    w.source("10q", t("2024-05-01"))
+    written, release = threading.Event(), threading.Event()
+    original = facts.write_facts
+
+    def held_open(*args, **kwargs):  # the write is done, its commit not yet
+        out = original(*args, **kwargs)
+        written.set()
+        assert release.wait(30)
+        return out
+
+    monkeypatch.setattr(facts, "write_facts", held_open)
+    writer = threading.Thread(target=w.fact, args=(Decimal("100"), "10q"))
+    writer.start()
+    try:
+        assert written.wait(30)
+        during = w.read(FAR)
+        screen = w.mem.screen(w.scope, attribute="revenue", period=Q1, cutoff=FAR, entities=["acme"])
+        hits = w.search("revenue", types=["fact"])
+    finally:
+        release.set()
+        writer.join(30)
+    assert during.status == "not_found" and w.read(FAR).status == "active"
+    assert w.read(FAR, during.known_at).status == "not_found"  # as it was told
+    again = w.mem.screen(w.scope, attribute="revenue", period=Q1, cutoff=FAR, entities=["acme"],
+                         known_at=screen.known_at)
+    assert [a.status for a in again.answers] == [a.status for a in screen.answers] == ["not_found"]
+    assert w.search("revenue", types=["fact"], known_at=hits.query.known_at).hits == hits.hits == ()
