@@ -68,5 +68,20 @@ CALL () {
 RETURN entities, sources, derivations, keys, versions, evidence
 
 // name: admin.now
-// The server's clock: the default known_at of reads that take it as a parameter.
+// The server's clock: the default cutoff (NOW) of reads that take it as a parameter.
 RETURN datetime.realtime() AS now
+
+// name: admin.recorded_through
+// The default known_at of tenant $tenant's reads (see admin.known_at).
+RETURN
+  // include: admin.known_at
+  AS known_at
+
+// fragment: admin.known_at
+// The default known_at: the tenant's last committed transaction time (the read's own
+// time for a tenant that wrote nothing). A write is stamped when it takes the clock
+// (admin.tick), before it commits, so a read at its own time would not see a write in
+// flight yet would report a known_at after that write's stamp: the same read at the
+// reported known_at, once the write commits, answered otherwise. The committed clock is
+// before every write in flight, so a read's reported known_at reproduces it.
+coalesce(head(COLLECT { MATCH (clock:GraphmemClock {id: $tenant}) RETURN clock.last }), datetime.transaction())

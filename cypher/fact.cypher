@@ -44,9 +44,12 @@
 // key and source uid; its available_by is the read's cutoff): `already` is the version
 // that assertion landed on, if it was sent before. With $brief it only compares values:
 // no explain, no removed, candidates with their ids and values only.
+WITH
+  // include: admin.known_at
+  AS recorded
 UNWIND $reads AS r
 WITH r {.*, cutoff: CASE WHEN r.now THEN datetime.transaction() ELSE $times[r.cutoff] END} AS r,
-     coalesce($times[r.known_at], datetime.transaction()) AS K
+     coalesce($times[r.known_at], recorded) AS K
 // A read naming its key's uid (the write path) seeks that one key; any other read
 // seeks the keys of its entity and attribute and filters them. (The second seek gets a
 // null entity for a read by uid, so it finds nothing: a filter on `r` alone would be

@@ -2,8 +2,8 @@
 // cutoffs, one known_at, every entity of a universe.
 
 // name: panel.keys
-// What a panel must read, in one statement: the transaction time it uses as known_at
-// ($q.now), each entity of the universe with the time it first made the attribute
+// What a panel must read, in one statement: the known_at it uses (with $q.now the
+// default, admin.known_at), each entity of the universe with the time it first made the attribute
 // public (any period or unit, this definition, as recorded by known_at: the screen's
 // universe at cutoff C is the entities whose `first` is at or before C), and each of its
 // keys of the attribute that can belong to an asked frame, with the key's evidence times.
@@ -20,7 +20,8 @@
 // graphmem.screen.Selection.matches, screen.read's filter in Python, places each in its
 // frames. $q is one map for the reason screen.read gives; times come back as epoch
 // microseconds.
-WITH CASE WHEN $q.now THEN datetime.transaction()
+WITH CASE WHEN $q.now THEN
+       // include: admin.known_at
           ELSE datetime.fromepoch($q.known_at[0], $q.known_at[1]) END AS K
 WITH K, CASE WHEN $q.everyone THEN COLLECT {
           MATCH (e:Entity)

@@ -21,9 +21,10 @@
 // lasts min_days to max_days (both ends counted) and its middle day (the earlier one for
 // an even length) falls in [mid_from, mid_to].
 // Cutoff and known_at come as [epoch seconds, nanoseconds] (graphmem.values.epoch);
-// with $q.now, known_at is the transaction's time. Times come back as epoch microseconds.
+// with $q.now, known_at is the default (admin.known_at). Times come back as epoch microseconds.
 WITH datetime.fromepoch($q.cutoff[0], $q.cutoff[1]) AS C,
-     CASE WHEN $q.now THEN datetime.transaction()
+     CASE WHEN $q.now THEN
+       // include: admin.known_at
           ELSE datetime.fromepoch($q.known_at[0], $q.known_at[1]) END AS K
 WITH C, K, CASE WHEN $q.everyone THEN COLLECT {
           MATCH (e:Entity)

@@ -115,9 +115,11 @@ RETURN COLLECT { MATCH (e)<-[:ABOUT]-(:FactKey)<-[:VERSION_OF]-(f:Fact) RETURN f
 // CASE (a nested plan re-run per row, many times slower).
 // $known_at and $cutoff come as [epoch seconds, nanoseconds] (graphmem.values.epoch:
 // cheaper to send than a datetime, which the driver encodes in Python).
-WITH CASE WHEN $known_at IS NULL THEN datetime.transaction()
+WITH CASE WHEN $known_at IS NULL THEN
+       // include: admin.known_at
           ELSE datetime.fromepoch($known_at[0], $known_at[1]) END AS K
-WITH K, CASE WHEN $cutoff IS NULL THEN K ELSE datetime.fromepoch($cutoff[0], $cutoff[1]) END AS C
+WITH K, CASE WHEN $cutoff IS NULL THEN datetime.transaction()
+          ELSE datetime.fromepoch($cutoff[0], $cutoff[1]) END AS C
 // read-your-writes: index every update committed so far before querying
 CALL db.index.fulltext.awaitEventuallyConsistentIndexRefresh()
 CALL (K, C) {

@@ -170,6 +170,11 @@ def tick(tx: Tx, scope: Scope, now: dt.datetime | None) -> dt.datetime:
     return native(tx.one("admin.tick", tenant=scope.tenant, now=now)["recorded_at"])
 
 
+def recorded_through(tx: Tx, scope: Scope) -> dt.datetime:
+    """The default known_at of the scope's reads (cypher/admin.cypher, ``admin.known_at``)."""
+    return native(tx.one("admin.recorded_through", tenant=scope.tenant)["known_at"])
+
+
 def put_entity(tx: Tx, scope: Scope, entity: Entity, recorded_at: Any, *, replace: bool = True) -> bool:
     """Create or update the entity; True if written. Without ``replace``, an entity
     already recorded is left as it is (False)."""
@@ -470,11 +475,13 @@ def version_fields(
     evidence: Iterable[dict[str, Any]],
     rank: int | None = None,
     lifecycle: Iterable[dict[str, Any]] = (),
+    since: int | None = None,
 ) -> dict[str, Any]:
     """A FactVersion's fields from a key map, a fact node map and its evidence rows (their
     times as epoch microseconds), for pydantic to validate in one call with the model that
     holds it: a screen decodes thousands, and nested dicts validate in pydantic-core at
-    about half the cost of building each model in Python."""
+    about half the cost of building each model in Python. ``since``: the available_by a
+    read shows (:func:`_public_from`), when not the version's own."""
     period = _period(key["period"])
     ev = evidence_fields(evidence)
     if rank is None:
@@ -483,7 +490,8 @@ def version_fields(
         "version_id": f["version_id"], "entity": key["entity"], "attribute": key["attribute"],
         "unit": key["unit"], "definition": key["definition"], "period": period,
         "value": decode(f["value_type"], f.get("value")), "event_time": period.end,
-        "available_by": from_micros(f["available_by"]), "recorded_at": from_micros(f["recorded_at"]),
+        "available_by": from_micros(f["available_by"] if since is None else since),
+        "recorded_at": from_micros(f["recorded_at"]),
         "revision": f["revision"], "authority": authority_of(rank) if rank else None, "sources": ev,
         "lifecycle": sorted(({"kind": x["kind"], "recorded_at": from_micros(x["recorded_at"]),
                               "reason": x.get("reason"), "by": x.get("by"), "ref": x.get("ref")}
@@ -498,21 +506,29 @@ def to_version(key: dict[str, Any], f: dict[str, Any], evidence: Iterable[dict[s
     return FactVersion.model_validate(version_fields(key, f, evidence, rank, lifecycle))
 
 
+def _public_from(candidate: dict[str, Any]) -> int:
+    """When what a read shows of a candidate became public, as read: its earliest live
+    evidence (DESIGN.md section 4). That is the version's own available_by unless the
+    evidence that first made it public was withdrawn since, or does not meet the read's
+    requirement: a value standing on a later filing alone was not public before it."""
+    return min((e["available_by"] for e in candidate["live"]), default=candidate["f"]["available_by"])
+
+
 def shown(row: dict[str, Any]) -> list[dict[str, Any]]:
     """The candidates of a full ``fact.read`` row that its Answer shows, in its order:
     the one version of an active key, every candidate of a conflicted one (strongest
-    authority first, then earliest available, then id)."""
-    ordered = sorted(row["candidates"], key=lambda c: (
-        -(c["rank"] or 0), c["f"]["available_by"], c["f"]["version_id"]))
+    authority first, then earliest public as read, then id)."""
+    ordered = sorted(row["candidates"], key=lambda c: (-(c["rank"] or 0), _public_from(c), c["f"]["version_id"]))
     return ordered[:1] if row["status"] == "active" else ordered
 
 
 def _with_all_evidence(row: dict[str, Any]) -> list[dict[str, Any]]:
-    """``shown(row)``, an active key's one version listing the live evidence of every
+    """``shown(row)``, each with when it became public as read (``since``, its own
+    evidence's), an active key's one version listing the live evidence of every
     candidate: they hold its one value (two publishers can each stand behind a version
     of it, say one written before the other's earlier filing of it), and an active
     answer lists all its evidence (DESIGN.md section 3, step 4), each source once."""
-    picked = shown(row)
+    picked = [{**c, "since": _public_from(c)} for c in shown(row)]
     if row["status"] != "active" or len(row["candidates"]) < 2:
         return picked
     return [{**picked[0], "live": list({e["source_id"]: e for c in row["candidates"] for e in c["live"]}.values())}]
@@ -521,7 +537,8 @@ def _with_all_evidence(row: dict[str, Any]) -> list[dict[str, Any]]:
 def _answer(row: dict[str, Any], cutoff: dt.datetime | Now, require: Require | None = None) -> Answer:
     """An Answer from a full ``fact.read`` row (its times come as epoch microseconds), read
     under ``require``; a read at ``NOW`` reports the transaction time it used."""
-    candidates = [version_fields(row["key"], c["f"], c["live"], c["rank"]) for c in _with_all_evidence(row)]
+    candidates = [version_fields(row["key"], c["f"], c["live"], c["rank"], since=c["since"])
+                  for c in _with_all_evidence(row)]
     status = row["status"]
     return Answer.model_validate({
         "status": status,
@@ -557,7 +574,11 @@ def read_answers(
     known_at: dt.datetime | None,
     require: Require | None,
 ) -> list[Answer]:
-    """One Answer per fact key the selectors match (not_found ones included)."""
+    """One Answer per fact key the selectors match (not_found ones included). Reads in
+    several statements take one default known_at, read first: each statement would read
+    the tenant's clock anew (admin.known_at), and a write may commit in between."""
+    if known_at is None and len(selectors) > _READS:
+        known_at = recorded_through(tx, scope)
     times = Times()
     at = {"now": True} if cutoff is NOW else {"cutoff": times.ref(cutoff)}
     reads = [{"i": i, **selector, **at, "known_at": times.ref(known_at), "idem": None}

@@ -319,11 +319,20 @@ class Memory:
         return schema.migrate(self._db)
 
     def server_now(self) -> dt.datetime:
-        """The server's clock, which stamps every recorded_at: the default known_at.
+        """The server's clock, which stamps every recorded_at: the default cutoff (NOW).
 
         Reads default to it rather than to this machine's clock, which may run behind
         the server's (Aura, a cluster) and would hide the latest writes."""
         return facts.native(self._db.read_one("admin.now")["now"])
+
+    def recorded_through(self, scope: Scope) -> dt.datetime:
+        """The default known_at of ``scope``'s reads: its tenant's last committed
+        transaction time (the server's clock for a tenant that wrote nothing). Every write
+        committed is recorded by then and every write in flight after it, so a read at it
+        reads the same whenever it runs (cypher/admin.cypher, ``admin.known_at``); a test
+        clock given to this memory stands instead."""
+        scope = self.scope(scope)
+        return self._now() or self._db.read(lambda tx: facts.recorded_through(tx, scope), "recorded_through")
 
     def schema_version(self) -> int:
         return schema.current_version(self._db)
@@ -607,8 +616,11 @@ class Memory:
             lambda tx: facts.read_answers(tx, scope, [selector], cutoff, known_at, require), "as_of"
         )
         if not answers and (known_at is None or cutoff is NOW):  # no key: say when we looked
-            now = self.server_now()
-            known_at, cutoff = known_at or now, now if cutoff is NOW else cutoff
+            cutoff = self.server_now() if cutoff is NOW else cutoff
+            if known_at is None:  # a time the read reproduces at: read again there
+                known_at = self.recorded_through(scope)
+                answers = self._db.read(
+                    lambda tx: facts.read_answers(tx, scope, [selector], cutoff, known_at, require), "as_of")
         return facts.pick_latest(answers, entity, attribute, cutoff, known_at, require)
 
     def facts_as_of(
@@ -892,7 +904,7 @@ class Memory:
         limits.check_id("version_id", version_id, optional=True)
         limits.check_int("max_depth", max_depth, 0, limits.DEPTH, optional=True)
         cutoff = _aware("cutoff", cutoff)
-        known_at = _aware("known_at", known_at) or self._now() or self.server_now()
+        known_at = _aware("known_at", known_at) or self.recorded_through(scope)
         return self._db.read(
             lambda tx: lineage.impact(tx, scope, source_id=source_id, version_id=version_id,
                                       max_depth=max_depth, cutoff=cutoff, known_at=known_at),
@@ -932,7 +944,7 @@ class Memory:
         if direction not in ("upstream", "downstream"):  # before server_now, a query
             raise InputError("direction", f"must be 'upstream' or 'downstream', got {direction!r}")
         limits.check_int("max_depth", max_depth, 0, limits.DEPTH, optional=True)
-        known_at = _aware("known_at", known_at) or self._now() or self.server_now()
+        known_at = _aware("known_at", known_at) or self.recorded_through(scope)
         return self._db.read(
             lambda tx: lineage.lineage_graph(tx, scope, version_id, direction, max_depth,
                                              known_at),
@@ -978,7 +990,7 @@ class Memory:
         """Experiences and task states by id (unknown ids are left out), as of now."""
         scope = self.scope(scope)
         memory_ids = limits.check_ids("memory_ids", memory_ids)
-        known_at = self._now() or self.server_now()
+        known_at = self.recorded_through(scope)
         found = self._db.read(lambda tx: governance.load_memories(
             tx, scope, memory_ids, known_at=known_at, cutoff=None), "memories")
         return [found[m] for m in memory_ids if m in found]

@@ -92,8 +92,7 @@ class Model:
             seen = [e for e in v.edges if e.recorded_at <= known_at]
             public = [e for e in seen if e.available_by <= cutoff]
             live = [e for e in public if not self._retracted(e, known_at)]
-            meets = [e for e in live if self.sources[e.source].rank >= min_rank
-                     and (kinds is None or self.sources[e.source].kind in kinds)]
+            meets = [e for e in live if self._meets(e, min_rank, kinds)]
             if v.recorded_at > known_at:
                 out[i] = "known_at"
             elif v.erased:
@@ -131,6 +130,19 @@ class Model:
 
         out.update({i: "superseded" if settled(i) or outdated(i) else None for i in kept})
         return out
+
+    def public_from(self, i: int, cutoff: dt.datetime, known_at: dt.datetime,
+                    min_rank: int = 0, kinds: tuple[str, ...] | None = None) -> dt.datetime:
+        """When surviving version ``i`` became public as a read at (cutoff, known_at)
+        shows it: its earliest evidence that counts there (recorded, public, not
+        withdrawn, meeting the requirement)."""
+        return min(e.available_by for e in self.versions[i].edges
+                   if e.recorded_at <= known_at and e.available_by <= cutoff
+                   and not self._retracted(e, known_at) and self._meets(e, min_rank, kinds))
+
+    def _meets(self, e: Edge, min_rank: int, kinds: tuple[str, ...] | None) -> bool:
+        src = self.sources[e.source]
+        return src.rank >= min_rank and (kinds is None or src.kind in kinds)
 
     def _retracted(self, e: Edge, known_at: dt.datetime) -> bool:
         at = self.sources[e.source].retracted_at

@@ -58,3 +58,14 @@ def test_the_web_view_and_the_mcp_server_both_run_with_their_default_ports():
         return next(p.default for p in main.commands[command].params if p.name == "port")
 
     assert port("ui") != port("mcp")
+
+
+def test_python_dash_m_graphmem_is_the_command(migrated):
+    """Where the script is not on PATH, ``python -m graphmem`` runs the same command."""
+    proc = subprocess.run([sys.executable, "-m", "graphmem", "--help"], env=env(migrated), capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("Usage: graphmem ") and "bootstrap" in proc.stdout and "eval" in proc.stdout
+    wrong = subprocess.run([sys.executable, "-m", "graphmem", "asof", "--nope"], env=env(migrated),
+                           capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 2 and "--nope" in wrong.stderr

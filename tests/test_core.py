@@ -147,24 +147,26 @@ def test_known_at_equal_to_recorded_at_sees_the_write(w):
 
 
 def test_cutoff_now_is_the_reads_own_time_and_a_cutoff_is_never_left_out(w):
-    """cutoff=NOW reads what is public as the read runs, as recorded then (a filing dated
-    in the future stays hidden, unlike at a far cutoff); the answer names the time it
-    used, and a read at those times agrees. No cutoff at all is refused."""
+    """cutoff=NOW reads what is public as the read runs, as recorded by then (a filing
+    dated in the future stays hidden, unlike at a far cutoff); the answer names the times
+    it used - the cutoff its own, the known_at the tenant's last committed write - and a
+    read at those times agrees. No cutoff at all is refused."""
     w.source("10q", t("2024-05-01"), publisher="cik:1")
     w.source("scheduled", t("2099-01-01"), publisher="cik:1")
-    v = w.fact(Decimal("100"), "10q")
-    w.fact(Decimal("110"), "scheduled")
+    w.fact(Decimal("100"), "10q")
+    last = w.fact(Decimal("110"), "scheduled")
     now = w.mem.as_of(w.scope, entity="acme", attribute="revenue", period=Q1, cutoff=NOW)
     assert now.value == Decimal("100") and now.explain.cutoff == 1
-    assert now.cutoff == now.known_at >= v.recorded_at
+    assert now.known_at == last.recorded_at <= now.cutoff
     again = w.read(now.cutoff, now.known_at)
     assert (again.value, again.explain) == (now.value, now.explain)
     assert w.read(FAR).value == Decimal("110")
 
     listed = w.mem.facts_as_of(w.scope, entity="acme", cutoff=NOW)
-    assert [(a.value, a.cutoff == a.known_at >= now.known_at) for a in listed] == [(Decimal("100"), True)]
+    assert [(a.value, a.known_at == now.known_at, a.cutoff >= now.cutoff) for a in listed] == [
+        (Decimal("100"), True, True)]
     missing = w.mem.as_of(w.scope, entity="acme", attribute="no-such-thing", cutoff=NOW)
-    assert missing.status == "not_found" and missing.cutoff == missing.known_at >= now.known_at
+    assert missing.status == "not_found" and missing.known_at == now.known_at <= missing.cutoff
     with pytest.raises(InputError, match="cutoff"):
         w.mem.as_of(w.scope, entity="acme", attribute="revenue", cutoff=None)
 

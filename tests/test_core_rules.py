@@ -16,13 +16,19 @@ import pytest
 from test_core import values
 from world import FAR, Q1, US, UTC, World, t
 
-from graphmem import Authority, InputError, Memory, Period, Scope, Source
+from graphmem import Authority, InputError, Memory, Period, Require, Scope, Source
 from graphmem.values import parse_time
 
 
 @pytest.fixture
 def w(mem: Memory, scope: Scope) -> World:
     return World(mem, scope, ("acme", "globex"))
+
+
+def pd_time(day: str):
+    import pandas as pd
+
+    return pd.Timestamp(day, tz="UTC")
 
 
 def source_ids(version) -> list[str]:
@@ -241,10 +247,39 @@ def test_a_retraction_known_only_later_counts_from_its_own_recorded_at(w):
         assert w.read(cutoff, at - US, attribute="employees", unit="").value == Decimal("7")
         gone = w.read(cutoff, at, attribute="employees", unit="")
         assert gone.status == "not_found" and gone.explain.retracted == 1
-    w.mem.retract_source(w.scope, "10q", reason="withdrawn")
+    withdrawn = w.mem.retract_source(w.scope, "10q", reason="withdrawn")
     kept = w.read(FAR)
     assert kept.value == Decimal("100") and source_ids(kept.version) == ["vendor"]
     assert w.read(t("2024-05-02")).status == "not_found"  # the vendor was not public yet
+    # and it is public from the vendor's figure on, not from the filing withdrawn
+    assert kept.version.available_by == t("2024-05-03")
+    assert withdrawn.known_at is not None  # the retraction's own time
+    assert w.read(FAR, withdrawn.known_at - US).version.available_by == t("2024-05-01")
+
+
+def test_an_answer_is_public_from_its_earliest_evidence_that_counts_in_every_read(w):
+    """An answer's available_by is when what it shows became public as read: its
+    earliest evidence that counts at (cutoff, known_at) under the requirement. A version
+    first made public by a note and then filed keeps the note's time as its own; read
+    for filings only, it answers nothing before the filing and, after it, named the
+    note's time beside the filing alone - a backtest would have placed the figure a
+    month early. The same in a screen, a panel cell and its DataFrame."""
+    w.source("note", t("2024-04-01"), publisher="cik:1", kind="note")
+    w.source("10q", t("2024-05-01"), publisher="cik:1")
+    w.fact(Decimal("100"), "note")
+    assert w.fact(Decimal("100"), "10q").version_id == w.read(FAR).version.version_id  # evidence added
+    filings = Require(kinds=("filing",))
+    assert w.read(FAR).version.available_by == t("2024-04-01")
+    assert w.read(t("2024-04-30"), require=filings).status == "not_found"
+    read = w.read(FAR, require=filings)
+    assert source_ids(read.version) == ["10q"] and read.version.available_by == t("2024-05-01")
+    screen = w.mem.screen(w.scope, attribute="revenue", period=Q1, cutoff=FAR, unit="USD", require=filings)
+    assert [a.version.available_by for a in screen.answers if a.entity == "acme"] == [t("2024-05-01")]
+    panel = w.mem.panel(w.scope, attribute="revenue", frames=["CY2024Q1"], cutoffs=[FAR], unit="USD",
+                        entities=["acme"], require=filings)
+    assert panel.cell("acme", FAR, "CY2024Q1").available_by == t("2024-05-01")
+    pytest.importorskip("pandas")
+    assert list(panel.to_pandas()["available_by"]) == [pd_time("2024-05-01")]
 
 
 def test_far_past_and_far_future_times_and_periods_are_read_at_their_bounds(w):
@@ -461,3 +496,43 @@ def test_expected_revision_moves_with_a_retraction(w):
     w.mem.retract_source(w.scope, "10q", reason="withdrawn")
     with pytest.raises(ConcurrentWriteError):
         w.fact(Decimal("110"), "10k", expected_revision=v.revision)
+
+
+def test_a_read_reports_a_known_at_that_reproduces_it_while_a_write_is_in_flight(w, monkeypatch):
+    """A read as recorded now reports the known_at it read at, so that reading again at
+    that known_at reproduces it (an audit of what an agent was told). A write takes its
+    recorded_at when it takes the tenant's clock, before it commits: a read in between
+    does not see it, and reported the time it ran - later than the write's stamp - so the
+    same read at the reported known_at, after the commit, answered otherwise. It now
+    reports the tenant's last committed transaction time, which a write in flight is after."""
+    import threading
+
+    from graphmem import facts
+
+    w.source("10q", t("2024-05-01"))
+    written, release = threading.Event(), threading.Event()
+    original = facts.write_facts
+
+    def held_open(*args, **kwargs):  # the write is done, its commit not yet
+        out = original(*args, **kwargs)
+        written.set()
+        assert release.wait(30)
+        return out
+
+    monkeypatch.setattr(facts, "write_facts", held_open)
+    writer = threading.Thread(target=w.fact, args=(Decimal("100"), "10q"))
+    writer.start()
+    try:
+        assert written.wait(30)
+        during = w.read(FAR)
+        screen = w.mem.screen(w.scope, attribute="revenue", period=Q1, cutoff=FAR, entities=["acme"])
+        hits = w.search("revenue", types=["fact"])
+    finally:
+        release.set()
+        writer.join(30)
+    assert during.status == "not_found" and w.read(FAR).status == "active"
+    assert w.read(FAR, during.known_at).status == "not_found"  # as it was told
+    again = w.mem.screen(w.scope, attribute="revenue", period=Q1, cutoff=FAR, entities=["acme"],
+                         known_at=screen.known_at)
+    assert [a.status for a in again.answers] == [a.status for a in screen.answers] == ["not_found"]
+    assert w.search("revenue", types=["fact"], known_at=hits.query.known_at).hits == hits.hits == ()

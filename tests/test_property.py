@@ -293,6 +293,9 @@ class Run:
         event(f"read: {want[0]}")
         assert got == want, where
         assert ids <= final and (answer.status != "conflicted" or ids == final), where
+        for shown in answer.shown:  # public since its earliest evidence that counts, as read
+            index = next(i for i, v in enumerate(self.model.versions) if v.vid == shown.version_id)
+            assert shown.available_by == self.model.public_from(index, cutoff, known_at, **rule), where
         explain = self.model.explain(key, cutoff, known_at, **rule)
         assert answer.explain.model_dump() == explain, f"explain of {where}: expected {explain}"
 

@@ -274,7 +274,7 @@ def _member_panels(mem: Memory, scope: Scope, item: LineItem, known_at: dt.datet
         q = panels.make_query(attribute=m.concept, known_at=known_at, definition="", require=None, **kwargs)
         queries.append(replace(q, base=replace(q.base, units=item.allows)))
     _period(item, queries[0].frames, queries[0].latest, "frames")
-    at = known_at or mem.server_now()
+    at = known_at or mem.recorded_through(scope)
     queries = [replace(q, base=replace(q.base, known_at=at)) for q in queries]
     return mem.db.read(lambda tx: [panels.panel_refusing(tx, scope, q) for q in queries], "panel")
 

@@ -492,7 +492,7 @@ def register(memory: Memory, access: Access, grants: Grants) -> list[Tool]:
                                             match=match)
             else:
                 times = {"cutoff": server_now(cutoff),
-                         "known_at": parse_time(known_at, "known_at") or memory.server_now()}
+                         "known_at": parse_time(known_at, "known_at") or memory.recorded_through(c.scope)}
                 chosen = _hits_by_id(memory, c, ids, times["cutoff"], times["known_at"], notes)
             out = r.context(memory.build_context(c.scope, task_id=task_id, memories=chosen,
                                                  token_budget=token_budget, **times), notes)
