@@ -185,8 +185,8 @@ def load(mem: Memory, scope: Scope, data: Data) -> dict[str, Any]:
         for start in range(0, data.tasks, 250):
             items = [data.task_state(k, revision)
                      for k in range(start, min(start + 250, data.tasks))]
-            mem.write(scope, "bench tasks", lambda tx, at, b=items: [
-                governance.save_task_state(tx, scope, x, at) for x in b])
+            mem.write(scope, "bench tasks", lambda tx, at, b=items, r=revision: [
+                governance.save_task_state(tx, scope, x, at, f"bench revision {r}") for x in b])
     t2 = time.perf_counter()
     log(f"{scope.tenant}: {data.experiences} experiences, {data.tasks * REVISIONS} task "
         f"states in {t2 - t1:.0f}s")
