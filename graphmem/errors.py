@@ -25,12 +25,12 @@ class NotFoundError(GraphmemError, LookupError):
 
 
 class ConcurrentWriteError(GraphmemError):
-    """`expected_revision` did not match the key's revision at write time."""
+    """`expected_revision` did not match the revision at write time of ``key`` (what was
+    written: ``fact key ...``, ``task ...``)."""
 
     def __init__(self, key: str, expected: int, actual: int):
         super().__init__(
-            f"fact key {key}: expected revision {expected}, found {actual}; "
-            "re-read the key and decide again"
+            f"{key}: expected revision {expected}, found {actual}; re-read it and decide again"
         )
         self.key = key
         self.expected = expected

@@ -372,7 +372,7 @@ def _check_revisions(known: Prepared, assertions: list[Assertion], expected_revi
     for uid in sorted(keys):
         if (stored := known.revisions.get(uid, 0)) != expected_revision:
             k = keys[uid]  # named as the caller wrote it; the uid is a digest of that
-            raise ConcurrentWriteError(f"{k.entity} {k.attribute} [{k.unit}] {k.period_text}"
+            raise ConcurrentWriteError(f"fact key {k.entity} {k.attribute} [{k.unit}] {k.period_text}"
                                        + (f" ({k.definition})" if k.definition else ""), expected_revision, stored)
 
 

@@ -351,7 +351,7 @@ def test_expected_revision_moves_with_an_invalidation(w):
 
 
 def test_a_writer_refused_for_a_stale_revision_can_re_read_it_and_write(w):
-    """``ConcurrentWriteError`` says "re-read the key and decide again". The revision it
+    """``ConcurrentWriteError`` says "re-read it and decide again". The revision it
     compares with is the key's, which every write, evidence, invalidation and retraction
     moves, while a version's ``revision`` is the key's when the version was made. A
     read gave no other, so a writer holding what graphmem itself answered - even right

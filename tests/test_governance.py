@@ -384,8 +384,9 @@ def test_two_concurrent_task_state_updates(w):
         th.join()
     wins = [r for r in results if not isinstance(r, Exception)]
     assert len(wins) == 1 and len(results) == 2
-    assert isinstance(next(r for r in results if isinstance(r, Exception)),
-                      ConcurrentWriteError)
+    lost = next(r for r in results if isinstance(r, Exception))
+    assert isinstance(lost, ConcurrentWriteError)
+    assert str(lost) == "task T1: expected revision 1, found 2; re-read it and decide again"
     # without expected_revision both land, in order; the latest is the task's state
     w.mem.save_task_state(w.scope, TaskStateIn(task_id="T1", goal="compare", checkpoint="d"))
     found = w.search("compare", task_id="T1")
