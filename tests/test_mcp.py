@@ -764,6 +764,20 @@ def test_a_token_the_file_takes_is_one_a_client_can_present(mem, tmp_path):
     assert asyncio.run(statuses(token, token[:-1])) == [200, 401]
 
 
+def test_as_of_picks_a_key_beside_its_ltm_twin_by_definition(w):
+    """A reported figure and an LTM value derived for the same window are two keys that
+    differ by definition alone: the tool told an agent to pass `definition=`, an argument
+    it did not take."""
+    w.source("10k-sales", t("2024-05-01"), publisher="cik:1")
+    for value, definition in ((100, ""), (120, "ltm")):
+        w.mem.assert_fact(w.scope, w.fact_in(Decimal(value), "10k-sales", attribute="sales", definition=definition))
+    server = server_for(w)
+    q1 = {"entity": "acme", "attribute": "sales", "period_start": "2024-01-01", "period_end": "2024-03-31"}
+    assert "definition" in ok_error(call(server, "as_of", **q1))["message"]
+    for definition, value in (("ltm", "120"), ("", "100")):
+        assert ok(call(server, "as_of", **q1, definition=definition))["value"] == value
+
+
 def test_time_defaults_are_now(w, monkeypatch):
     """as_of without cutoff or known_at reads the present - public now, as recorded by the
     tenant's last committed write - in the read's own statement (no separate look at the

@@ -302,18 +302,20 @@ def register(memory: Memory, access: Access, grants: Grants) -> list[Tool]:
     def as_of(entity: Id, attribute: Id, ctx: Context, period_end: Day = None,
               period_start: Day = None, cutoff: Cutoff = None, known_at: KnownAt = None,
               unit: Annotated[str | None, Field(max_length=256)] = None,
+              definition: Annotated[str | None, Field(max_length=256)] = None,
               min_authority: MinAuthority = None) -> Annotated[CallToolResult, r.AnswerOut]:
         """What the memory says about an entity's attribute, using only what was public by
         `cutoff` as graphmem had recorded it by `known_at` (both default to now). Without a
-        period: the latest period that has an answer. Status `active` gives the value with its
-        sources and three times; `conflicted` lists every disagreeing value (do not pick one:
-        report the conflict); `not_found` means nothing live. `explain` counts what each filter
-        removed (superseded, invalidated, cutoff, ...)."""
+        period: the latest period that has an answer. `unit` and `definition` (e.g. `ltm` for
+        a derived trailing value) pick one key where several share the period. Status
+        `active` gives the value with its sources and three times; `conflicted` lists every
+        disagreeing value (do not pick one: report the conflict); `not_found` means nothing
+        live. `explain` counts what each filter removed (superseded, invalidated, cutoff, ...)."""
         def work(c: Caller) -> tuple[BaseModel, str]:
             out = r.answer(memory.as_of(
                 c.scope, entity=entity, attribute=attribute, period=_period(period_end, period_start),
                 cutoff=now(cutoff), known_at=parse_time(known_at, "known_at"), unit=unit,
-                require=_require(min_authority)))
+                definition=definition, require=_require(min_authority)))
             return out, r.answer_text(out)
         return _run(access, ctx, work)
 
