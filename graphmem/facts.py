@@ -259,6 +259,7 @@ def source_params(scope: Scope, source: Source) -> dict[str, Any]:
 class SourceState(NamedTuple):
     available_by: dt.datetime
     erased: bool
+    retracted: bool = False
 
 
 @dataclass(frozen=True)
@@ -280,7 +281,8 @@ def _prepare(tx: Tx, scope: Scope, facts: Sequence[FactIn], keys: Sequence[KeySp
         **scope_params(scope),
     )
     return Prepared(
-        sources={s["uid"]: SourceState(from_micros(s["available_by"]), s["erased"]) for s in row["sources"]},
+        sources={s["uid"]: SourceState(from_micros(s["available_by"]), s["erased"], s["retracted"])
+                 for s in row["sources"]},
         missing_entities={m["uid"] for m in row["missing_entities"]},
         revisions={k["uid"]: k["revision"] for k in row["keys"]},
     )
@@ -415,6 +417,8 @@ def write_facts(
             if action == "unchanged":
                 result.unchanged += 1
                 continue
+            if known.sources[a.source_uid].retracted:
+                _withdrawn(scope, facts[a.row], a, offset)
             if action == "evidence":
                 evidence.append(evidence_row(a, target, times))
             else:
@@ -430,6 +434,14 @@ def write_facts(
     for a in assertions:
         result.version_ids[a.row] = outcome[a.idem]
     return result
+
+
+def _withdrawn(scope: Scope, fact: FactIn, a: Assertion, offset: int) -> None:
+    """Refuse a new assertion from a withdrawn source: it would be evidence no read shows
+    (a re-send of one that landed before the retraction is unchanged, not refused)."""
+    sid = next(s for s in fact.sources if source_uid(scope, s) == a.source_uid)
+    raise InputError(f"facts[{a.row + offset}].sources",
+                     f"source {sid!r} was withdrawn (retracted); it evidences nothing new")
 
 
 def landed(tx: Tx, scope: Scope, fact: FactIn) -> str | None:

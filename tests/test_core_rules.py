@@ -536,3 +536,22 @@ def test_a_read_reports_a_known_at_that_reproduces_it_while_a_write_is_in_flight
                          known_at=screen.known_at)
     assert [a.status for a in again.answers] == [a.status for a in screen.answers] == ["not_found"]
     assert w.search("revenue", types=["fact"], known_at=hits.query.known_at).hits == hits.hits == ()
+
+
+def test_a_new_assertion_from_a_withdrawn_source_is_refused_and_a_re_send_is_unchanged(w):
+    """A withdrawn (retracted) source evidences nothing new: asserting a new value from it
+    stored a version no read ever shows, without a word. It is refused by name, with
+    nothing of the call written; re-sending what landed before the retraction (a reload)
+    stays unchanged."""
+    w.source("10q", t("2024-05-01"), publisher="cik:1")
+    w.source("8k", t("2024-05-02"), publisher="cik:1")
+    first = w.fact(Decimal("100"), "10q")
+    w.mem.retract_source(w.scope, "10q", reason="withdrawn")
+    with pytest.raises(InputError, match=r"facts\[1\]\.sources: source '10q' was withdrawn \(retracted\)"):
+        w.mem.record(w.scope, items=[w.fact_in(Decimal("7"), "8k", attribute="employees", unit=""),
+                                     w.fact_in(Decimal("120"), "10q")])
+    assert w.read(FAR, attribute="employees", unit="").status == "not_found"  # nothing of the call
+    assert [v.value for v in w.history()] == [Decimal("100")]
+    again = w.mem.record(w.scope, items=[w.fact_in(Decimal("100"), "10q")])
+    assert (again.unchanged, again.created, again.evidence_added) == (1, 0, 0)
+    assert w.history()[0].version_id == first.version_id

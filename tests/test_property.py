@@ -40,7 +40,7 @@ from hypothesis import strategies as st
 from model import Model
 from world import TX0, TxClock
 
-from graphmem import Authority, Entity, FactIn, Period, Require, Scope, Source
+from graphmem import Authority, Entity, FactIn, InputError, Period, Require, Scope, Source
 
 UTC = dt.UTC
 BASE = dt.datetime(2020, 1, 1, tzinfo=UTC)  # day 0 of the sources' publication times
@@ -187,6 +187,14 @@ class Run:
         if usable:
             sid = usable[pick % len(usable)]
             available_by = self.model.sources[sid].available_by + dt.timedelta(days=delay)
+            if self.model.sources[sid].retracted_at is not None and (key, sid, value, available_by) not in self.sent:
+                # a withdrawn source evidences nothing new (a re-send of what landed is unchanged)
+                with pytest.raises(InputError, match="was withdrawn"):
+                    self.mem.assert_fact(self.scope, FactIn(entity=ENTITY, attribute=ATTRIBUTES[key], value=value,
+                                                            period=PERIOD, sources=(sid,), available_by=available_by))
+                event("write: refused, a withdrawn source")
+                self.log.append(f"assert key{key}={value} by withdrawn {sid}: refused")
+                return
             self._write(key, sid, value, available_by)
 
     def op_run(self, key: int, publisher: str | None, authority: str, kind: str, day: int,
