@@ -60,25 +60,26 @@ WHERE x.tenant = $tenant AND x.scope = $scope
 RETURN COUNT { (x)-[:ERASES]->(:Fact) } AS erased
 
 // name: lifecycle.erase
-// Removes payloads and records one Erasure linked to all it erased.
+// Removes payloads and records one Erasure linked to all it erased: what an earlier
+// erasure erased already keeps that one's stamp and record, and is not counted again.
 CREATE (x:Record:Erasure {id: $record_id, kind: 'erased', tenant: $tenant, scope: $scope,
                           reason: $reason, by: $by, target: $target, recorded_at: $recorded_at})
 WITH x
 OPTIONAL MATCH (e:Entity {uid: $entity_uid})
 WHERE e.tenant = $tenant AND e.scope = $scope
-SET e.name = null, e.aliases = null, e.erased_at = $recorded_at
+SET e.name = null, e.aliases = null, e.erased_at = coalesce(e.erased_at, $recorded_at)
 FOREACH (_ IN CASE WHEN e IS NULL THEN [] ELSE [1] END | CREATE (x)-[:ERASES]->(e))
 WITH x
 OPTIONAL MATCH (s:Source {uid: $source_uid})
 WHERE s.tenant = $tenant AND s.scope = $scope
-SET s.title = null, s.uri = null, s.meta = null, s.erased_at = $recorded_at
+SET s.title = null, s.uri = null, s.meta = null, s.erased_at = coalesce(s.erased_at, $recorded_at)
 FOREACH (_ IN CASE WHEN s IS NULL THEN [] ELSE [1] END | CREATE (x)-[:ERASES]->(s))
 WITH x
 UNWIND $version_ids AS vid
 MATCH (f:Fact {version_id: vid})-[:VERSION_OF]->(k:FactKey)
-WHERE f.tenant = $tenant AND f.scope = $scope
+WHERE f.tenant = $tenant AND f.scope = $scope AND f.erased_at IS NULL
 SET f.value = null, f.value_num = null, f.embedding = null, f.embedder = null, f.embedded_at = $recorded_at,
-    f.erased_at = coalesce(f.erased_at, $recorded_at),
+    f.erased_at = $recorded_at,
     k.revision = k.revision + 1,
     k.flagged = CASE WHEN vid IN k.flagged THEN k.flagged ELSE k.flagged + vid END
 CREATE (x)-[:ERASES]->(f)

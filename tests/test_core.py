@@ -543,6 +543,24 @@ def test_an_erase_whose_commit_acknowledgement_is_lost_is_recorded_once(w, monke
         assert [x.kind for x in version.lifecycle] == ["erased"]  # one erasure, not two
 
 
+def test_erasing_what_is_erased_already_erases_nothing_more(w):
+    """A second request to forget an entity or a source (a user asking twice, a queue
+    delivering twice) finds nothing left to erase: it reported the first one's count
+    again, recorded a second erasure on every version and moved their keys' revisions."""
+    w.source("q1", t("2024-05-01"))
+    w.fact(Decimal("100"), "q1")
+    w.fact(Decimal("3"), "q1", attribute="employees", period=Q2)
+    assert w.mem.erase(w.scope, entity="acme", reason="forget acme") == 2
+    revision = w.read(FAR).revision
+    assert w.mem.erase(w.scope, entity="acme", reason="forget acme, again") == 0
+    assert w.mem.erase(w.scope, source_id="q1", reason="and its source") == 0  # its facts are gone already
+    assert w.mem.erase(w.scope, source_id="q1", reason="twice") == 0
+    assert w.read(FAR).revision == revision
+    for attribute in ("revenue", "employees"):
+        [version] = w.history(period=None, attribute=attribute)
+        assert [x.kind for x in version.lifecycle] == ["erased"]  # one erasure, not two
+
+
 def test_erase_needs_exactly_one_target(w):
     with pytest.raises(ValueError):
         w.mem.erase(w.scope, reason="x")
