@@ -452,8 +452,8 @@ def test_arguments_that_do_not_fit_are_refused_by_name_as_input_errors(w):
         ("InputError", "tenant"), ("InputError", "scope, tenant"), ("InputError", "entity"),
         ("InputError", "limit"), ("InputError", "cutoff"), ("InputError", "entity")]
     assert errors[0]["reason"] == ("not an argument of as_of (it takes entity, attribute, period_end, period_start, "
-                                   "cutoff, known_at, unit, definition, min_authority); the scope is the server's, never an "
-                                   "argument")
+                                   "cutoff, known_at, unit, definition, min_authority); the scope is the server's, "
+                                   "never an argument")
     assert [e["reason"] for e in errors[2:]] == [
         "Input should be a valid string, got 123", "Input should be greater than or equal to 1, got -1",
         "Input should be a valid string, got 12345",
