@@ -717,7 +717,7 @@ def screen_cmd(attribute: str, frame: str | None, period: str | None, cutoff: st
     elif fmt == "csv":
         rows = render.screen_rows(result)
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["entity", "status"])
+        writer = csv.DictWriter(buffer, fieldnames=render.SCREEN_FIELDS)
         writer.writeheader()
         writer.writerows(rows)
         click.echo(buffer.getvalue(), nl=False)

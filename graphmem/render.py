@@ -187,8 +187,13 @@ def _note(a: Answer, inputs: Any = None) -> str:
     return ""
 
 
+SCREEN_FIELDS = ("entity", "status", "value", "unit", "period_start", "period_end", "available_by", "recorded_at",
+                 "sources", "version_id", "note")
+"""The CSV columns of a screen (:func:`screen_rows`' keys), an empty one's included."""
+
+
 def screen_rows(s: Any) -> list[dict[str, Any]]:
-    """A screen as flat rows, one per entity (the CSV columns; the table shows most)."""
+    """A screen as flat rows, one per entity (:data:`SCREEN_FIELDS`; the table shows most)."""
     out = []
     for a in s.answers:
         shown = a.shown

@@ -155,6 +155,11 @@ def test_the_panel_command_writes_parquet(world, migrated, tmp_path):
     assert Decimal("100.125") in table.column("value").to_pylist()
     pairs = zip(table.column("first_value").to_pylist(), table.column("value").to_pylist(), strict=True)
     assert all(first == value for first, value in pairs if value is not None)  # nothing restated
+    # as CSV, an empty panel keeps the columns of a full one (a pipeline reading it needs them)
+    full, empty = (CliRunner().invoke(main, [*args[:4], attribute, *args[5:], "--format", "csv", "--first-reported"],
+                                      env=environ) for attribute in ("us-gaap:Revenues", "us-gaap:NoSuchConcept"))
+    assert empty.output.splitlines()[0] == full.output.splitlines()[0] == (
+        "cutoff,frame,entity,status,value,unit,period,available_by,filings,version_id,first_value,restated")
     # mistakes: one line naming the option (exit 2), before anything is read or written
     for extra, said in ((["--format", "parquet", "--out", str(tmp_path / "absent" / "p.parquet")],
                          f"--out: {tmp_path / 'absent' / 'p.parquet'}: no such folder: {tmp_path / 'absent'}"),

@@ -506,6 +506,13 @@ def test_the_command_line_exit_codes(migrated, synthetic, tmp_path):
     exact = _cli(migrated, scope, "--attribute", "us-gaap:Revenues", "--period", "2024-07-01..2024-09-30",
                  "--cutoff", "2024-11-15", "--format", "csv")
     assert exact.exit_code == 0 and "cik:101,active,100," in exact.output
+    # a screen nobody answers keeps its columns: a pipeline reading the CSV needs them
+    empty = _cli(migrated, scope, "--attribute", "us-gaap:NoSuchConcept", "--frame", "CY2024Q3",
+                 "--cutoff", "2024-11-15", "--format", "csv")
+    assert empty.exit_code == 4, empty.output
+    assert empty.output.splitlines()[0] == exact.output.splitlines()[0] == ",".join(
+        ("entity", "status", "value", "unit", "period_start", "period_end", "available_by", "recorded_at",
+         "sources", "version_id", "note"))
 
 
 def test_the_entities_file_is_split_at_newlines_only(migrated, synthetic, tmp_path):

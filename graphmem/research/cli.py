@@ -100,8 +100,15 @@ def frames(text: str, name: str = "--frames") -> list[str]:
     return [f"CY{n // 4}Q{n % 4 + 1}{a[3].upper()}" for n in range(first, last + 1)]
 
 
+def columns(panel: Panel) -> list[str]:
+    """The CSV and table columns of a panel (:func:`rows`' keys), an empty one's included."""
+    return ["cutoff", "frame", "entity", "status", "value", "unit", "period", "available_by", "filings", "version_id",
+            *(["concept", "skipped"] if panel.item else []),
+            *(["first_value", "restated"] if panel.first_reported else [])]
+
+
 def rows(panel: Panel) -> list[dict[str, Any]]:
-    """A panel as flat rows (the CSV and table columns)."""
+    """A panel as flat rows (:func:`columns`)."""
     return [{"cutoff": c.cutoff.isoformat(), "frame": c.frame or "", "entity": c.entity, "status": c.status,
              "value": "" if c.value is None else str(c.value), "unit": c.unit or "",
              "period": c.period.text if c.period else "",
@@ -127,7 +134,7 @@ def emit(panel: Panel, fmt: str, out: Path | None) -> None:
     elif fmt == "csv":
         buffer = io.StringIO()
         table = rows(panel)
-        writer = csv.DictWriter(buffer, fieldnames=list(table[0]) if table else ["cutoff", "entity", "status"])
+        writer = csv.DictWriter(buffer, fieldnames=columns(panel))
         writer.writeheader()
         writer.writerows(table)
         text = buffer.getvalue()
@@ -135,7 +142,7 @@ def emit(panel: Panel, fmt: str, out: Path | None) -> None:
         from ..render import table as render_table
 
         data = rows(panel)
-        text = render_table(tuple(data[0]) if data else ("cutoff",), [tuple(r.values()) for r in data]) + "\n"
+        text = render_table(tuple(columns(panel)), [tuple(r.values()) for r in data]) + "\n"
     if out is None:
         sys.stdout.write(text)
     else:
