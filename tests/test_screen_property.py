@@ -106,9 +106,10 @@ class Run:
         self.log.append(f"source {sid} {publisher} {authority} day {day}")
 
     def op_assert(self, company: int, period: int, value: int, pick: int, delay: int) -> None:
-        # its own filings, or any newswire's story
+        # its own filings, or any newswire's story; not a withdrawn one (it evidences nothing new)
         mine = [sid for sid, c in self.sources
-                if c == company or self.model.sources[sid].publisher == "wire:newsdesk"]
+                if (c == company or self.model.sources[sid].publisher == "wire:newsdesk")
+                and self.model.sources[sid].retracted_at is None]
         if not mine:
             return
         sid = mine[pick % len(mine)]
