@@ -612,15 +612,16 @@ class Memory:
             "valid_from": None,
             "valid_to": None,
         }
-        answers = self._db.read(
-            lambda tx: facts.read_answers(tx, scope, [selector], cutoff, known_at, require), "as_of"
-        )
+        def read() -> list[Answer]:  # at the cutoff and known_at as they stand when called
+            return self._db.read(lambda tx: facts.read_answers(tx, scope, [selector], cutoff, known_at, require),
+                                 "as_of")
+
+        answers = read()
         if not answers and (known_at is None or cutoff is NOW):  # no key: say when we looked
             cutoff = self.server_now() if cutoff is NOW else cutoff
             if known_at is None:  # a time the read reproduces at: read again there
                 known_at = self.recorded_through(scope)
-                answers = self._db.read(
-                    lambda tx: facts.read_answers(tx, scope, [selector], cutoff, known_at, require), "as_of")
+                answers = read()
         return facts.pick_latest(answers, entity, attribute, cutoff, known_at, require)
 
     def facts_as_of(
