@@ -10,8 +10,10 @@ refuses is refused here with the same error, and nothing of it is kept.
 
 Deciding evidence or a new version is the read rule's work online (``fact.read``, at
 the assertion's own available_by). A build decides it per fact key, from the key's
-assertions in the order they were made, read back from an on-disk spool sorted by key
-(SQLite), so memory holds one key at a time whatever the size of the build. For the
+assertions in the order they were made, sorted by key: held in Python up to
+:data:`PENDING_ROWS` assertions since the last flush (a company's, as a loader flushes),
+beyond that in an on-disk spool (SQLite), so memory stays bounded whatever the size of
+the build. For the
 keys a build takes, the read rule reduces to this (DESIGN.md section 3):
 
 * a key's assertions all come from one publisher at one authority, in non-decreasing
@@ -45,6 +47,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -93,7 +96,8 @@ CREATE TABLE pending (seq INTEGER PRIMARY KEY, key_uid TEXT NOT NULL, scope TEXT
                       source_uid TEXT NOT NULL, idem TEXT NOT NULL, value_type TEXT NOT NULL, value TEXT NOT NULL,
                       value_num REAL, available_by TEXT NOT NULL, recorded_at TEXT NOT NULL);
 """
-_PENDING = "INSERT INTO pending VALUES (NULL" + ", ?" * 17 + ")"
+_PENDING = "INSERT INTO pending VALUES (?" + ", ?" * 17 + ")"
+PENDING_ROWS = 100_000  # assertions held in Python between flushes (about 60 MB) before they go to disk
 _BATCH = 500  # uids per lookup (SQLite allows 999 parameters at the least)
 
 
@@ -152,6 +156,9 @@ class Build:
         self._stop = ticks.stop if ticks is not None else None
         self._capacity = len(ticks) - 1 if ticks is not None else None
         self.overflowed = False  # a transaction was refused: the part's ticks were all taken
+        self._pending: list[tuple[Any, ...]] = []  # assertions since the last flush, unless on disk
+        self._on_disk = False  # they outgrew PENDING_ROWS: they are in the spool's table
+        self._seq = 0  # the order assertions were made in
         self._clocks: dict[str, str] = {}  # tenant -> its last recorded_at
         self._scopes: dict[str, Scope] = {}  # by scope id: a build names few
         self.totals = Totals()
@@ -263,16 +270,26 @@ class Build:
             "INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
             [(facts.source_uid(scope, s.id), scope.id, s.id, s.kind, s.authority.value, s.publisher_id, s.uri,
               s.title, json.dumps(s.meta, sort_keys=True), s.available_by.isoformat(), recorded_at) for s in new])
-        self._db.executemany(_PENDING, [
-            (a.key.uid, scope.id, facts.entity_uid(scope, a.key.entity), a.key.entity, a.key.attribute, a.key.unit,
+        first, self._seq = self._seq, self._seq + len(assertions)
+        self._hold([
+            (first + n, a.key.uid, scope.id, facts.entity_uid(scope, a.key.entity), a.key.entity, a.key.attribute, a.key.unit,
              a.key.definition, a.key.period_text, _date(a.key.period.start), a.key.period.end.isoformat(),
              a.source_uid, a.idem, a.value_type, a.value, a.value_num, a.available_by.isoformat(), recorded_at)
-            for a in assertions])
+            for n, a in enumerate(assertions, 1)])
         entity_uids = sorted({facts.entity_uid(scope, fact.entity) for fact in items})
         self._db.executemany("UPDATE entities SET facts = 1 WHERE uid = ?", [(uid,) for uid in entity_uids])
         self._marks(scope, marks, recorded_at)
         self._commit(scope, at)
         return WriteReport(rows=len(items), sources_recorded=len(new), chunks=1)
+
+    def _hold(self, rows: list[tuple[Any, ...]]) -> None:
+        """Keep a transaction's assertions for the next flush (see the module docstring)."""
+        if not self._on_disk and len(self._pending) + len(rows) <= PENDING_ROWS:
+            self._pending.extend(rows)
+            return
+        self._db.executemany(_PENDING, self._pending + rows)
+        self._pending.clear()
+        self._on_disk = True
 
     def mark(self, scope: Scope, mark: dict[str, Any]) -> None:
         """A ``load.mark`` in a transaction of its own (a company's, after its filings)."""
@@ -350,14 +367,21 @@ class Build:
     def flush(self) -> Totals:
         """Decide and write every key recorded since the last flush (see module docstring)."""
         totals = Totals()
-        if self._db.execute("SELECT 1 FROM pending LIMIT 1").fetchone() is None:
+        if not self._pending and not self._on_disk:
             return totals
         writer = _KeyWriter(self, self._sink, self._templates, totals)
-        rows = self._db.execute("SELECT * FROM pending ORDER BY key_uid, seq")
-        for _, group in groupby(rows, key=lambda row: row[1]):
+        if self._on_disk:
+            rows: Iterable[tuple[Any, ...]] = self._db.execute("SELECT * FROM pending ORDER BY key_uid, seq")
+            entities = [uid for (uid,) in self._db.execute("SELECT DISTINCT entity_uid FROM pending")]
+        else:  # held in seq order: a stable sort keeps it within each key
+            rows = sorted(self._pending, key=itemgetter(_KEY))
+            entities = sorted({row[_ENTITY_UID] for row in self._pending})
+        for _, group in groupby(rows, key=itemgetter(_KEY)):
             writer.key(list(group))
-        self._db.execute("UPDATE entities SET flushed = 1 WHERE uid IN (SELECT DISTINCT entity_uid FROM pending)")
+        self._db.executemany("UPDATE entities SET flushed = 1 WHERE uid = ?", [(uid,) for uid in entities])
         self._db.execute("DELETE FROM pending")
+        self._pending.clear()
+        self._on_disk = False
         self.totals.add(totals)
         return totals
 

@@ -37,7 +37,9 @@ A company whose keys the build's rule cannot decide is left out whole, reported 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import gc
 import multiprocessing
 import shutil
 import time
@@ -64,6 +66,8 @@ from .universe import Company, Document, Skipped
 STRIDE = 65536  # microseconds of the build's clock per company: 65,535 transactions (65,533 filings)
 # (a bank that files a prospectus a day with its fee exhibit in XBRL passes 4,096 filings; the
 # clock reserved, 66 ms a company, is 21 minutes for the whole archive: less than its build)
+
+GC_THRESHOLD = 10_000  # allocations between the collector's youngest runs while a part is built (Python: 700)
 
 Publishers = Callable[[Scope, list[str]], dict[str, str]]
 
@@ -173,6 +177,21 @@ class _Part:
     asked: dict[str, str | None]  # the publishers it asked for, and what it was told
 
 
+@contextlib.contextmanager
+def _collecting_less() -> Iterator[None]:
+    """Python's cyclic garbage collector run less often while a part is built: a part
+    allocates a few containers per row and holds a company's rows (its spools), which
+    every collection walked again, finding no cycles to free (it took 15% of a part's
+    time). Memory freed by reference counting, nearly all of it, is freed as before."""
+    before = gc.get_threshold()
+    gc.set_threshold(GC_THRESHOLD, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
+@_collecting_less()
 def _part(task: _Task, templates: Templates, prior: Publishers | None) -> _Part:
     """Build one company (as ``edgar.load_company`` loads it) into a part of its own.
 

@@ -32,12 +32,13 @@ import pytest
 from click.testing import CliRunner
 from graphdump import RowSink, from_neo4j
 from graphmem.loaders import bootstrap as loader
-from graphmem.loaders import edgar, sec, universe
+from graphmem.loaders import edgar, sec, spool, universe
 from graphmem.loaders.synthetic import MALFORMED, SyntheticUniverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphmem import Authority, Entity, FactIn, InputError, Memory, Period, Scope, Source, offline, swap
+from graphmem import bulk
 from graphmem import server as srv
 from graphmem.bulk import Build
 from graphmem.cli import main
@@ -272,6 +273,20 @@ def test_a_universe_built_in_processes_of_their_own_equals_one_built_in_one(migr
     assert [r["status"] for r in reports] == ["loaded"] * (SYNTHETIC.companies + 2) and quarantined
     assert texts["sources.csv"].count(f"{COMBINED}:cik:9200002") == 1
     assert len(texts["clocks.csv"].splitlines()) == 2  # one tenant's, after the header
+
+
+def test_a_build_whose_rows_outgrow_memory_writes_what_one_held_in_memory_writes(migrated, tmp_path, monkeypatch):
+    """A company's rows and assertions are held in Python up to a bound, then on disk
+    (the loader's spool, the build's pending assertions): past the bound, mid-company,
+    the build writes the same files byte for byte."""
+    inputs = _inputs(tmp_path)
+    with migrated.connect() as mem:
+        held = _built_universe(tmp_path / "held", Templates(lambda: mem.db), inputs, workers=1)
+        monkeypatch.setattr(spool, "MEMORY_ROWS", 7)
+        monkeypatch.setattr(bulk, "PENDING_ROWS", 5)
+        on_disk = _built_universe(tmp_path / "disk", Templates(lambda: mem.db), inputs, workers=1)
+    assert on_disk == held
+    assert sum(r["rows"] for r in held[0]) > 7 * len(held[0])  # past both bounds in each company
 
 
 def test_a_company_past_its_ticks_is_left_out_whole_and_the_build_sees_what_parts_wrote(
