@@ -127,9 +127,10 @@ class _File:
     def extend(self, path: Path, rows: int, multiline: bool, longest: int) -> None:
         """Append the rows of another file of this layout (written by another GraphCsv)."""
         self.flush()
-        with path.open(encoding="utf-8", newline="") as part:
+        self._handle.flush()  # what this file holds so far, then the part's bytes after it
+        with path.open("rb") as part:  # as bytes: both are UTF-8, and decoding took half the copy's time
             part.readline()  # its header: a header holds no line break
-            shutil.copyfileobj(part, self._handle, 1 << 20)
+            shutil.copyfileobj(part, self._handle.buffer, 1 << 20)
         self.rows += rows
         self.multiline = self.multiline or multiline
         self.longest = max(self.longest, longest)

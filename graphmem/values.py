@@ -198,12 +198,22 @@ def digest(*parts: Any, prefix: str = "", size: int = 24) -> str:
     directly, with the escaper ``json.dumps`` itself uses: the same bytes, a few times
     faster. Any other part takes ``json.dumps``.
     """
-    encoded = [encode_basestring(p) if type(p) is str else _json_part(p) for p in parts]  # text: no call
-    if None in encoded:
-        payload = json.dumps(parts, default=_iso, separators=(",", ":"), ensure_ascii=False)
+    try:  # all text, none of it escaped by JSON (most digests): the parts joined as JSON writes them
+        joined = '","'.join(parts)
+    except TypeError:
+        joined = None
+    if parts and joined is not None and _ESCAPED.search(joined) is None:
+        payload = '["' + joined + '"]'
     else:
-        payload = "[" + ",".join(encoded) + "]"
+        encoded = [encode_basestring(p) if type(p) is str else _json_part(p) for p in parts]  # text: no call
+        if None in encoded:
+            payload = json.dumps(parts, default=_iso, separators=(",", ":"), ensure_ascii=False)
+        else:
+            payload = "[" + ",".join(encoded) + "]"
     return prefix + hashlib.sha256(payload.encode()).hexdigest()[:size]
+
+
+_ESCAPED = re.compile(r'[\x00-\x1f"\\]')  # what encode_basestring writes otherwise than as itself
 
 
 def _json_part(part: Any) -> str | None:
