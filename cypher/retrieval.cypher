@@ -16,21 +16,28 @@ COLLECT { MATCH (clock:GraphmemClock {id: $tenant}) RETURN clock.last }[0]
 // name: retrieval.space
 // The embedder a scope's vectors are made with, and the one a re-embedding moves it to.
 OPTIONAL MATCH (s:EmbeddingSpace {tenant: $tenant, scope: $scope})
-RETURN s.name AS name, s.dims AS dims, s.target AS target, s.target_dims AS target_dims
+RETURN s.name AS name, s.dims AS dims, s.target AS target, s.target_dims AS target_dims, s.probe AS probe
 
 // name: retrieval.claim
 // The first embedder used in a scope becomes the scope's (written under the tenant's
-// clock lock, so two first uses cannot both claim it); the record as it now stands.
+// clock lock, so two first uses cannot both claim it), with its vector of the probe text;
+// a scope recorded before probes were kept takes its own embedder's. The record as it
+// now stands.
 MERGE (s:EmbeddingSpace {tenant: $tenant, scope: $scope})
-  ON CREATE SET s.name = $name, s.dims = $dims, s.recorded_at = $recorded_at
-RETURN s.name AS name, s.dims AS dims, s.target AS target, s.target_dims AS target_dims
+  ON CREATE SET s.name = $name, s.dims = $dims, s.probe = $probe, s.recorded_at = $recorded_at
+FOREACH (_ IN CASE WHEN s.probe IS NULL AND s.name = $name AND s.dims = $dims THEN [1] ELSE [] END |
+  SET s.probe = $probe)
+RETURN s.name AS name, s.dims AS dims, s.target AS target, s.target_dims AS target_dims, s.probe AS probe
 
 // name: retrieval.retarget
 // Begin (or continue) re-embedding a scope with another embedder: searches are refused
 // until graphmem embed has re-embedded every memory and retrieval.switch ran.
+// The target's vector of the probe text is the first run's: a resumed run compares its own.
 MATCH (s:EmbeddingSpace {tenant: $tenant, scope: $scope})
-SET s.target = $name, s.target_dims = $dims
-RETURN s.name AS name
+SET s.target_probe = CASE WHEN s.target = $name AND s.target_probe IS NOT NULL THEN s.target_probe
+                          ELSE $probe END,
+    s.target = $name, s.target_dims = $dims
+RETURN s.name AS name, s.target_probe AS target_probe
 
 // name: retrieval.switch
 // Every memory of the scope is re-embedded: the target becomes the scope's embedder. A
@@ -38,8 +45,8 @@ RETURN s.name AS name
 MATCH (s:EmbeddingSpace {tenant: $tenant, scope: $scope})
 WHERE s.target = $name OR (s.target IS NULL AND s.name = $name)
 FOREACH (_ IN CASE WHEN s.target = $name THEN [1] ELSE [] END |
-  SET s.name = s.target, s.dims = s.target_dims, s.target = null, s.target_dims = null,
-      s.recorded_at = $recorded_at)
+  SET s.name = s.target, s.dims = s.target_dims, s.probe = s.target_probe, s.target = null,
+      s.target_dims = null, s.target_probe = null, s.recorded_at = $recorded_at)
 RETURN s.name AS name
 
 // name: retrieval.pending
@@ -182,7 +189,8 @@ CALL () {
 }
 OPTIONAL MATCH (s:EmbeddingSpace {tenant: $tenant, scope: $scope})
 RETURN store, last, datetime.transaction() AS now, rows, found,
-       {name: s.name, dims: s.dims, target: s.target, target_dims: s.target_dims} AS space
+       {name: s.name, dims: s.dims, target: s.target, target_dims: s.target_dims,
+        probe: CASE WHEN $probe THEN s.probe END} AS space
 
 // fragment: retrieval.rescore
 // `found` for search.hits: `matched_text` ([node, text score] for the memories a search's

@@ -433,16 +433,78 @@ def test_a_switch_whose_commit_acknowledgement_is_lost_says_it_switched(w, monke
     assert w.search("widget", mode="semantic", embedder=new).hits
 
 
+def test_two_models_under_one_name_are_refused(w):
+    """Two lambdas are both ``<lambda>``, and two models of one dimension give a search
+    numbers that mean nothing side by side: the scope keeps its embedder's vector of a
+    fixed text, so another model under the recorded name is refused - searching,
+    embedding, resuming a re-embedding - while the same model wrapped again, or run with
+    float noise, is the same embedder. A new name and a switch make the new model the
+    scope's."""
+    w.mem.save_task_state(w.scope, TaskStateIn(task_id="t1", goal="deploy the widget"))
+    model = ToyEmbedder(32)
+    first = Embedder(lambda texts: model(texts))
+    flipped = Embedder(lambda texts: [v[::-1] for v in model(texts)])  # another model, one dimension
+    noisy = Embedder(lambda texts: [[x + 1e-3 for x in v] for v in model(texts)])
+    assert first.name == flipped.name == noisy.name and first.name.endswith("<lambda>")
+    w.mem.embed(w.scope, embedder=first)
+    for use in (lambda e: w.search("widget", mode="semantic", embedder=e),
+                lambda e: w.mem.embed(w.scope, embedder=e), lambda e: w.mem.embed(w.scope, embedder=e, switch=True)):
+        with pytest.raises(InputError, match="not the model this scope's vectors were made with"):
+            use(flipped)
+    assert w.search("widget", mode="semantic", embedder=noisy).hits
+    assert w.search("widget", mode="semantic", embedder=Embedder(lambda texts: model(texts))).hits
+    named = Embedder(flipped._docs, name="flipped")
+    assert w.mem.embed(w.scope, embedder=named, switch=True)["switched"]
+    assert w.search("widget", mode="semantic", embedder=named).hits
+    with pytest.raises(InputError, match="flipped"):
+        w.search("widget", mode="semantic", embedder=first)
+
+
+def test_a_re_embedding_resumed_with_another_model_under_its_name_is_refused(w):
+    w.source("s1", DAY0, title="widget inventory")
+    w.mem.assert_facts(w.scope, [w.fact_in(Decimal(i), "s1", attribute=f"widget_{i}") for i in range(70)])
+    w.mem.embed(w.scope, embedder=toy)
+    model = ToyEmbedder(16)
+
+    def dying(texts):
+        if len(texts) > 1:
+            raise KeyboardInterrupt("killed")  # after the switch began
+        return model(texts)
+
+    with pytest.raises(KeyboardInterrupt):
+        w.mem.embed(w.scope, embedder=Embedder(dying, name="next"), switch=True)
+    impostor = Embedder(lambda texts: [v[::-1] for v in model(texts)], name="next")
+    with pytest.raises(InputError, match="not the model"):
+        w.mem.embed(w.scope, embedder=impostor, switch=True)
+    assert w.mem.embed(w.scope, embedder=Embedder(model, name="next"), switch=True)["switched"]
+
+
+def test_a_scope_recorded_before_probes_takes_its_embedders(w):
+    """A scope whose record has no probe (written before probes were kept) takes its own
+    embedder's on that embedder's next claim; another model under its name is refused from
+    then on."""
+    w.mem.save_task_state(w.scope, TaskStateIn(task_id="t1", goal="deploy the widget"))
+    w.mem.embed(w.scope, embedder=toy)
+    with w.mem.db.driver.session(database="neo4j") as s:
+        s.run("MATCH (s:EmbeddingSpace {tenant: $t}) REMOVE s.probe", t=w.scope.tenant).consume()
+    impostor = Embedder(lambda texts: [v[::-1] for v in ToyEmbedder(32)(texts)], name="toy:32")
+    assert w.search("widget", mode="semantic", embedder=impostor).hits  # nothing recorded to tell them apart
+    w.mem.embed(w.scope, embedder=toy)
+    with pytest.raises(InputError, match="not the model"):
+        w.search("widget", mode="semantic", embedder=impostor)
+
+
 def test_a_killed_re_embedding_resumes_and_searches_wait_for_it(w):
     w.source("s1", DAY0, title="widget inventory")
     w.mem.assert_facts(w.scope, [w.fact_in(Decimal(i), "s1", attribute=f"widget_{i}") for i in range(70)])
     assert w.mem.embed(w.scope, embedder=toy)["embedded"] == 70
-    calls = []
+    batches = []
 
     def dying(texts):
-        calls.append(len(texts))
-        if len(calls) == 2:
-            raise KeyboardInterrupt("killed")
+        if len(texts) > 1:  # a batch (the probe text is one)
+            batches.append(len(texts))
+            if len(batches) == 2:
+                raise KeyboardInterrupt("killed")
         return ToyEmbedder(16)(texts)
 
     new = Embedder(dying, name="toy:16", dims=16)

@@ -100,8 +100,7 @@ def store_for(memory: Any, tenant: str, embedder: Any) -> Any:
 
     if embedder is None:
         return GraphmemStore(memory, tenant=tenant)
-    if embedder.dims is None:
-        embedder.query("dimension probe")
+    embedder.probe()  # its dimension, before the store is made
 
     from langchain_core.embeddings import Embeddings
 

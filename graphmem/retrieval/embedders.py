@@ -10,7 +10,8 @@ graphmem ships no model. An embedder is whatever the caller has:
   or ``module:attribute`` naming one of the above.
 
 Each is wrapped in an :class:`Embedder` with a ``name`` (recorded in the graph with the
-dimension, per scope, so vectors of two models are never mixed: see store.py).
+dimension and the embedder's vector of :data:`PROBE`, per scope, so vectors of two models
+are never mixed: see store.py).
 
 :class:`ToyEmbedder` is a deterministic, dependency-free embedder for tests and demos
 (hashed character trigrams and words): it knows spelling, not meaning. It is never a
@@ -37,6 +38,14 @@ NAME_BYTES = limits.NAME_BYTES
 MAX_DIMS = 4096
 """A vector's dimension: Neo4j's vector functions accept up to 4,096 (the largest common
 models have 3,072)."""
+PROBE = "graphmem embedder probe: revenue rose 12% in Q3 2024 after the ERR-4012 rollback"
+"""A fixed text each embedder embeds once. Its vector is kept with a scope's embedder: two
+models that share a name and a dimension (two lambdas, two functions called ``embed``,
+one class around two models) give it vectors far apart, so the second is refused."""
+SAME_MODEL = 0.9
+"""The least cosine similarity of two vectors of :data:`PROBE` for one model: a model run
+again (on other hardware, in another batch) gives 0.99 and more, two models of one
+dimension near 0 (their spaces are unrelated)."""
 BATCH = 64
 """Texts per embedder call: big enough to amortise a model's per-call cost, small enough
 that a backfill's progress is visible and a killed one loses little."""
@@ -79,6 +88,20 @@ class Embedder:
                                          "with embed_documents and embed_query is required")
         self.name = limits.check_id("embedder name", name or default, limit=NAME_BYTES)
         self.dims = limits.check_int("dims", dims, 1, MAX_DIMS, optional=True)
+        self._probe: list[float] | None = None
+        self.checked: set[tuple[str, str]] = set()  # (tenant, scope) whose record matched its probe
+
+    def probe(self) -> list[float]:
+        """This embedder's vector of :data:`PROBE`, made once (it fixes ``dims`` too)."""
+        if self._probe is None:
+            self._probe = self.query(PROBE)
+        return self._probe
+
+    def similarity(self, probe: Sequence[float]) -> float:
+        """Cosine similarity of a recorded vector of PROBE and this embedder's."""
+        mine = self.probe()
+        norms = math.sqrt(math.fsum(x * x for x in probe)) * math.sqrt(math.fsum(x * x for x in mine))
+        return math.fsum(a * b for a, b in zip(probe, mine, strict=True)) / norms if norms else 0.0
 
     def documents(self, texts: Sequence[str]) -> Vectors:
         out: Vectors = []

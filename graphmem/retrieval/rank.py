@@ -204,8 +204,11 @@ def run(memory: Any, scope: Scope, q: dict[str, Any], embedder: Embedder, *,
     asked = vectors.since(copy)
     prepared = memory.db.read_each(lambda tx: tx.one(
         "retrieval.prepare", tenant=scope.tenant, scope=scope.id, name=embedder.name,
-        lucene=_Lookup.queries(scope, q), **asked), "search")
+        lucene=_Lookup.queries(scope, q), probe=(scope.tenant, scope.id) not in embedder.checked, **asked),
+        "search")
     check_space(prepared["space"], embedder)
+    if prepared["space"]["probe"] is not None:  # checked once per scope and embedder
+        embedder.checked.add((scope.tenant, scope.id))
     q = {**q, **_as_of(q, prepared)}
     # only the memories of the types asked for, recorded by known_at and public by the
     # cutoff are sent: search.hits' first filters would remove the others

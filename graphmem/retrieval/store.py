@@ -1,9 +1,13 @@
 """Vectors kept with the memories (cypher/retrieval.cypher).
 
 **One embedder per scope.** The first embedder used in a scope is recorded there (an
-``EmbeddingSpace`` node: name and dimension). Another embedder is refused with an
-InputError naming both, before any vector is read or written: cosine similarity between
-vectors of two models means nothing, so they are never mixed. Changing the model is a
+``EmbeddingSpace`` node: name, dimension and its vector of a fixed text,
+``embedders.PROBE``). Another embedder is refused with an InputError naming both, before
+any vector is read or written: cosine similarity between vectors of two models means
+nothing, so they are never mixed. One of the same name and dimension whose vector of the
+probe text is not the recorded one's (``embedders.SAME_MODEL``) is another model under
+that name (two lambdas are both ``<lambda>``), refused as well. A scope recorded before
+probes were kept takes its embedder's probe the next time that embedder claims it. Changing the model is a
 re-embedding (``graphmem embed --embedder NEW --switch``): the scope records the target,
 searches are refused until every memory has a vector by it, and a killed run resumes
 where it stopped (each batch commits; what is left is what has no vector by the target).
@@ -27,7 +31,7 @@ from .. import facts, search
 from ..db import Tx
 from ..errors import InputError
 from ..models import Scope
-from .embedders import BATCH, Embedder
+from .embedders import BATCH, SAME_MODEL, Embedder
 
 TextOf = Callable[[dict[str, Any]], list[str]]
 """The texts to embed for a memory (a ``retrieval.texts`` row: id, text, value): one vector
@@ -50,16 +54,25 @@ def check_space(row: dict[str, Any] | None, embedder: Embedder) -> None:
         raise InputError("embedder", f"this scope's vectors are by {row['name']} ({row['dims']} "
                                      f"dimensions); {embedder.name} ({embedder.dims}) would mix "
                                      "them: use the same embedder, or re-embed the scope (graphmem embed --switch)")
+    check_probe(row.get("probe"), embedder)
+
+
+def check_probe(probe: list[float] | None, embedder: Embedder) -> None:
+    """Refuse an embedder that has the recorded name but is another model (module docstring)."""
+    if probe is not None and (similarity := embedder.similarity(probe)) < SAME_MODEL:
+        raise InputError("embedder", f"{embedder.name} is not the model this scope's vectors were made with, "
+                                     f"though it has its name: the two embed one text {similarity:.2f} alike "
+                                     "(one model: 1.00). Give the new one a name of its own (Embedder(fn, "
+                                     "name=...)) and re-embed the scope with it (graphmem embed --switch)")
 
 
 def claim(memory: Any, scope: Scope, embedder: Embedder) -> None:
     """Make ``embedder`` the scope's, or check that it is (InputError otherwise)."""
-    if embedder.dims is None:
-        embedder.query("dimension probe")
+    probe = embedder.probe()
     row = memory.db.read_one("retrieval.space", **_params(scope))
-    if row is None or row["name"] is None:
+    if row is None or row["name"] is None or (row["probe"] is None and row["name"] == embedder.name):
         row = memory.write(scope, "retrieval.claim", lambda tx, at: tx.one(
-            "retrieval.claim", name=embedder.name, dims=embedder.dims, recorded_at=at,
+            "retrieval.claim", name=embedder.name, dims=embedder.dims, probe=probe, recorded_at=at,
             **_params(scope)))
     check_space(row, embedder)
 
@@ -103,16 +116,15 @@ def backfill(memory: Any, scope: Scope, embedder: Embedder, *, switch: bool = Fa
     end. Each batch of ``BATCH`` memories commits on its own, so a killed run loses at
     most one batch and the next run does only what is left. ``progress(done, total)``
     is called after each batch."""
-    if embedder.dims is None:
-        embedder.query("dimension probe")
+    probe = embedder.probe()
     params = {**_params(scope), "name": embedder.name, "dims": embedder.dims}
     row = memory.db.read_one("retrieval.space", **_params(scope))
-    if row is None or row["name"] is None:
+    if row is None or row["name"] is None or not switch or (row["name"] == embedder.name and row["target"] is None):
         claim(memory, scope, embedder)
-    elif not switch or (row["name"] == embedder.name and row["target"] is None):
-        check_space(row, embedder)
-    else:
-        memory.write(scope, "retrieval.retarget", lambda tx, at: tx.run("retrieval.retarget", **params))
+    else:  # a re-embedding resumed with another model under the target's name is refused
+        check_probe(row["probe"] if row["name"] == embedder.name else None, embedder)
+        memory.write(scope, "retrieval.retarget", lambda tx, at: check_probe(
+            tx.one("retrieval.retarget", probe=probe, **params)["target_probe"], embedder))
     started = time.perf_counter()
     todo = memory.db.read_all("retrieval.pending", **params,
                               lucene=search.lucene(scope, None, "any", None))
