@@ -272,8 +272,8 @@ class Build:
               s.title, json.dumps(s.meta, sort_keys=True), s.available_by.isoformat(), recorded_at) for s in new])
         first, self._seq = self._seq, self._seq + len(assertions)
         self._hold([
-            (first + n, a.key.uid, scope.id, facts.entity_uid(scope, a.key.entity), a.key.entity, a.key.attribute, a.key.unit,
-             a.key.definition, a.key.period_text, _date(a.key.period.start), a.key.period.end.isoformat(),
+            (first + n, a.key.uid, scope.id, facts.entity_uid(scope, a.key.entity), a.key.entity, a.key.attribute,
+             a.key.unit, a.key.definition, a.key.period_text, _date(a.key.period.start), a.key.period.end.isoformat(),
              a.source_uid, a.idem, a.value_type, a.value, a.value_num, a.available_by.isoformat(), recorded_at)
             for n, a in enumerate(assertions, 1)])
         entity_uids = sorted({facts.entity_uid(scope, fact.entity) for fact in items})

@@ -37,8 +37,7 @@ from graphmem.loaders.synthetic import MALFORMED, SyntheticUniverse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from graphmem import Authority, Entity, FactIn, InputError, Memory, Period, Scope, Source, offline, swap
-from graphmem import bulk
+from graphmem import Authority, Entity, FactIn, InputError, Memory, Period, Scope, Source, bulk, offline, swap
 from graphmem import server as srv
 from graphmem.bulk import Build
 from graphmem.cli import main
