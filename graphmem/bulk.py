@@ -13,8 +13,8 @@ the assertion's own available_by). A build decides it per fact key, from the key
 assertions in the order they were made, sorted by key: held in Python up to
 :data:`PENDING_ROWS` assertions since the last flush (a company's, as a loader flushes),
 beyond that in an on-disk spool (SQLite), so memory stays bounded whatever the size of
-the build. For the
-keys a build takes, the read rule reduces to this (DESIGN.md section 3):
+the build. For the keys a build takes, the read rule reduces to this (DESIGN.md
+section 3):
 
 * a key's assertions all come from one publisher at one authority, in non-decreasing
   available_by, and nothing is invalidated, retracted, resolved or erased - so every
