@@ -66,10 +66,11 @@ def check_probe(probe: list[float] | None, embedder: Embedder) -> None:
                                      "name=...)) and re-embed the scope with it (graphmem embed --switch)")
 
 
-def claim(memory: Any, scope: Scope, embedder: Embedder) -> None:
-    """Make ``embedder`` the scope's, or check that it is (InputError otherwise)."""
+def claim(memory: Any, scope: Scope, embedder: Embedder, row: dict[str, Any] | None = None) -> None:
+    """Make ``embedder`` the scope's, or check that it is (InputError otherwise);
+    ``row``: the scope's ``retrieval.space`` when the caller has just read it."""
     probe = embedder.probe()
-    row = memory.db.read_one("retrieval.space", **_params(scope))
+    row = row or memory.db.read_one("retrieval.space", **_params(scope))
     if row is None or row["name"] is None or (row["probe"] is None and row["name"] == embedder.name):
         row = memory.write(scope, "retrieval.claim", lambda tx, at: tx.one(
             "retrieval.claim", name=embedder.name, dims=embedder.dims, probe=probe, recorded_at=at,
@@ -120,7 +121,7 @@ def backfill(memory: Any, scope: Scope, embedder: Embedder, *, switch: bool = Fa
     params = {**_params(scope), "name": embedder.name, "dims": embedder.dims}
     row = memory.db.read_one("retrieval.space", **_params(scope))
     if row is None or row["name"] is None or not switch or (row["name"] == embedder.name and row["target"] is None):
-        claim(memory, scope, embedder)
+        claim(memory, scope, embedder, row)
     else:  # a re-embedding resumed with another model under the target's name is refused
         check_probe(row["probe"] if row["name"] == embedder.name else None, embedder)
         memory.write(scope, "retrieval.retarget", lambda tx, at: check_probe(
