@@ -69,6 +69,23 @@ def test_each_cell_takes_the_first_concept_public_by_its_cutoff(switched):
     assert panel.cell("cik:7", cutoffs[1], "CY2018Q1").skipped == ()
 
 
+def test_a_line_items_cutoffs_frames_and_entities_may_be_read_once(switched):
+    """A panel takes any iterable of cutoffs, frames and entities - a generator too, read
+    once. A line item's panel used to read them once per member: the second member found
+    the generator spent and the panel was refused as empty ("cutoffs: empty")."""
+    mem, scope = switched
+    revenue = lineitems.load()["revenue"]
+    cutoffs = [t("2018-03-31"), t("2018-06-30"), t("2019-03-31")]
+    listed = mem.panel(scope, attribute=revenue, frames=["CY2017Q4", "CY2018Q1"], cutoffs=cutoffs,
+                       entities=["cik:7"])
+    once = mem.panel(scope, attribute=revenue, frames=iter(["CY2017Q4", "CY2018Q1"]), cutoffs=(c for c in cutoffs),
+                     entities=iter(["cik:7"]), known_at=listed.known_at)
+    assert [(c.cutoff, c.frame, c.concept, c.value) for c in once.cells] == [
+        (c.cutoff, c.frame, c.concept, c.value) for c in listed.cells]
+    screen = mem.screen(scope, attribute=revenue, frame="CY2018Q1", cutoff=cutoffs[1], entities=iter(["cik:7"]))
+    assert [(a.entity, a.value) for a in screen.answers] == [("cik:7", Decimal("520"))]
+
+
 def test_a_read_writes_nothing_and_record_derives_once_for_lineage(switched):
     mem, scope = switched
     capex = lineitems.load()["capex"]

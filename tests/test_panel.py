@@ -173,6 +173,25 @@ def test_a_latest_panel_passes_over_a_period_no_frame_can_name(mem, scope):
         assert (cell.frame, cell.value) == (frame, Decimal(value)), attribute
 
 
+def test_a_panels_cell_is_looked_up_as_a_panel_takes_its_times(mem, scope):
+    """``Panel.cell`` takes a cutoff as ``panel`` does: an aware time in any zone finds the
+    cell of that instant, and a naive one is refused by name - it used to find nothing
+    and answer None, as if the entity had no cell there. Its frame is read as a frame
+    is (``cy2024q1 `` is CY2024Q1)."""
+    mem.put_entity(scope, Entity(id="cik:6", kind="company"))
+    q1 = Period(start=dt.date(2024, 1, 1), end=dt.date(2024, 3, 31))
+    mem.record(scope, sources=[Source(id="a", kind="10-Q", authority=Authority.PRIMARY, publisher="cik:6",
+                                      available_by=t("2024-05-01"))],
+               items=[FactIn(entity="cik:6", attribute="us-gaap:Revenues", unit="USD", period=q1,
+                             value=Decimal("10"), sources=("a",))])
+    panel = mem.panel(scope, attribute="us-gaap:Revenues", frames=["CY2024Q1"], cutoffs=[t("2024-06-30")])
+    new_york = dt.datetime(2024, 6, 29, 20, tzinfo=dt.timezone(dt.timedelta(hours=-4)))  # 2024-06-30 00:00 UTC
+    assert panel.cell("cik:6", new_york, "cy2024q1 ").value == Decimal("10")
+    with pytest.raises(InputError) as info:
+        panel.cell("cik:6", dt.datetime(2024, 6, 30), "CY2024Q1")
+    assert info.value.where == "cutoff" and "naive" in info.value.reason
+
+
 @pytest.mark.parametrize(("kwargs", "where", "reason"), [
     ({"frames": ["CY2024Q3"], "latest": "quarter"}, "frames", "exactly one of frames="),
     ({}, "frames", "exactly one of frames="),

@@ -266,16 +266,18 @@ def _member_panels(mem: Memory, scope: Scope, item: LineItem, known_at: dt.datet
     """Each member's panel, and the units its unit rule refused (panel.panel_refusing),
     in one read transaction at one known_at, with the item's unit rule (see Units in the
     module docstring). The arguments are checked before any query, the server's time
-    included: bad ones never wait for a server."""
+    included: bad ones never wait for a server. They are checked once, for the first
+    member, and the others take that query with their concept (checked with the family):
+    cutoffs, frames or entities given as an iterator are read once, as a panel reads
+    them - read again per member, the second found them spent and refused them as empty."""
     from . import panel as panels
 
-    queries = []
-    for m in item.members:
-        q = panels.make_query(attribute=m.concept, known_at=known_at, definition="", require=None, **kwargs)
-        queries.append(replace(q, base=replace(q.base, units=item.allows)))
-    _period(item, queries[0].frames, queries[0].latest, "frames")
+    first = panels.make_query(attribute=item.members[0].concept, known_at=known_at, definition="", require=None,
+                              **kwargs)
+    _period(item, first.frames, first.latest, "frames")
     at = known_at or mem.recorded_through(scope)
-    queries = [replace(q, base=replace(q.base, known_at=at)) for q in queries]
+    base = replace(first.base, units=item.allows, known_at=at)
+    queries = [replace(first, base=replace(base, attribute=m.concept)) for m in item.members]
     return mem.db.read(lambda tx: [panels.panel_refusing(tx, scope, q) for q in queries], "panel")
 
 

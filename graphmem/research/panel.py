@@ -120,9 +120,14 @@ class Panel(_Tabular, _Model):
     family: str | None = None
 
     def cell(self, entity: str, cutoff: dt.datetime, frame: str | None = None) -> PanelCell | None:
-        """The cell of ``entity`` at ``cutoff`` (and ``frame``, unless ``latest``)."""
-        return next((c for c in self.cells if c.entity == entity and c.cutoff == cutoff
-                     and (self.latest is not None or c.frame == (frame or "").upper())), None)
+        """The cell of ``entity`` at ``cutoff`` (and ``frame``, unless ``latest``), both
+        read as ``panel`` reads them: a naive cutoff is refused (compared with the
+        cells' aware ones it would match nothing, an answer of None that says "no
+        cell"), and a frame is parsed as a frame (``cy2024q1 `` is CY2024Q1)."""
+        at = aware_utc("cutoff", cutoff)
+        label = screening.Selection.frame(frame).label if self.latest is None and frame is not None else ""
+        return next((c for c in self.cells if c.entity == entity and c.cutoff == at
+                     and (self.latest is not None or c.frame == label)), None)
 
     def counts(self) -> dict[str, int]:
         out = {"active": 0, "conflicted": 0, "not_found": 0}
