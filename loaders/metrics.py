@@ -188,13 +188,13 @@ def screen_ltm(mem: Memory, scope: Scope, *, concept: str, cutoff: dt.datetime, 
                              entities=entities, unit=unit, definition="ltm", require=None,
                              sort=sort)  # checks the arguments before any query
     span = ((end.end_from - INPUTS_BEFORE, end.end_to) if end else (cutoff.date() - LOOKBACK, None))
+    known = q.known_at or mem.recorded_through(scope)  # every read of the screen at one known_at
     answers = mem.facts_as_of(scope, attribute=concept, valid_from=span[0], valid_to=span[1],
-                              cutoff=cutoff, known_at=known_at)
+                              cutoff=cutoff, known_at=known)
     by_entity: dict[str, list[Answer]] = {}
     for a in answers:
         by_entity.setdefault(a.entity, []).append(a)
     universe = list(q.entities) if q.entities is not None else sorted(by_entity)
-    known = answers[0].known_at if answers else (known_at or mem.server_now())
     rows, inputs = [], {}
     for entity in universe:
         answer, window = _ltm_answer(mem, scope, entity, q, end, by_entity.get(entity, []), known)

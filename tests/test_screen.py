@@ -606,6 +606,17 @@ def test_ltm_screen_conflicts_records_and_lineage(synthetic):
     assert s.answers[0].version.version_id in {i.id for i in report.items}
 
 
+def test_an_ltm_screen_that_finds_nothing_reports_the_known_at_it_read_at(synthetic):
+    """The default known_at is the tenant's last committed time (a read at it reads the
+    same whenever it runs); an LTM screen that found no figure reported the server's
+    clock instead, a time after which a write in flight could still land."""
+    mem, scope = synthetic
+    s = metrics.screen_ltm(mem, scope, concept="us-gaap:NoSuchConcept", cutoff=t("2024-11-15"),
+                           entities=["cik:101"])
+    assert rows(s) == {"cik:101": ("not_found", None, None)}
+    assert s.known_at == mem.recorded_through(scope) == s.answers[0].known_at
+
+
 def test_the_command_line_ltm_screen(migrated, real):
     _, scope = real
     out = _cli(migrated, scope, "--ltm", "--attribute", "us-gaap:OperatingIncomeLoss", "--frame", "CY2021Q3",
