@@ -667,3 +667,17 @@ def test_a_re_put_is_found_by_its_new_text_only(mem):
     store.put(("a",), "k", {"t": "rollback"})
     store.put(("a",), "k", {"t": "rollback"}, index=False)
     assert [i.score for i in store.search(("a",), query="rollback")] == [None]
+
+
+def test_an_integer_json_cannot_write_back_is_refused_by_its_place_and_nothing_is_written(store):
+    """Python writes at most 4,300 digits of an integer as text (and reads no more back):
+    a value holding a longer one failed inside ``json.dumps`` as a bare ValueError that
+    named neither the argument nor the field, telling the caller to raise an interpreter
+    limit."""
+    with pytest.raises(InputError) as info:
+        store.batch([PutOp(("ok",), "first", {"v": 1}), PutOp(("a",), "k", {"x": [10**4300]})])
+    assert info.value.where == "value['x'][0]" and "4,300 digits" in info.value.reason
+    assert store.get(("ok",), "first") is None
+    at_bound = {"x": [-(10**4300 - 1)]}  # 4,300 nines: written and read back exactly
+    store.put(("a",), "k", at_bound)
+    assert store.get(("a",), "k").value == at_bound

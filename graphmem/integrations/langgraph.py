@@ -80,8 +80,9 @@ dotted path of about 2,000 bytes with a short tenant and no other scope key; ref
 ``match_conditions``); a key of 1 to 2,048 bytes in UTF-8 (it is a fact attribute:
 ``graphmem.limits.IDENTIFIER_BYTES``); a value of at most 64 KiB of JSON in UTF-8 (65,536
 bytes: the value is stored as a text fact value, whose bound is
-``graphmem.limits.TEXT_BYTES``), nested at most 64 deep, with string keys and finite
-numbers; ``limit`` 1-1,000, ``offset`` 0-100,000; a query of at most 1,000 characters
+``graphmem.limits.TEXT_BYTES``), nested at most 64 deep, with string keys, finite
+numbers and integers of at most 4,300 digits (what Python writes as JSON text and reads
+back); ``limit`` 1-1,000, ``offset`` 0-100,000; a query of at most 1,000 characters
 (without an ``index``, at most 256 words that are not stop words:
 ``graphmem.limits.SEARCH_TERMS``, one Lucene clause each), ranked over its best 1,000
 matches per namespace; at most 1,000 operations per batch. Tuples come back as lists,
@@ -158,6 +159,8 @@ FAR = dt.datetime(9999, 12, 31, tzinfo=dt.UTC)  # the present: no publication cu
 MAX_LABELS, MAX_KEY_BYTES = 16, IDENTIFIER_BYTES  # the key is a fact attribute
 MAX_VALUE_BYTES, MAX_DEPTH = TEXT_BYTES, 64  # the value is a text fact value
 MAX_LIMIT, MAX_OFFSET, MAX_QUERY, MAX_BATCH = 1000, 100_000, 1000, 1000
+MAX_INT_DIGITS = 4300  # sys.int_info.default_max_str_digits: what Python writes as text and reads back
+_INT_BOUND = 10**MAX_INT_DIGITS
 RANGE_OPERATORS = {"$gt": lambda a, b: a > b, "$gte": lambda a, b: a >= b,
                    "$lt": lambda a, b: a < b, "$lte": lambda a, b: a <= b}
 
@@ -229,6 +232,11 @@ def _check_json(value: Any, where: str, depth: int = 0) -> None:
             _check_json(v, f"{where}[{i}]", depth + 1)
     elif isinstance(value, float) and not math.isfinite(value):
         raise InputError(where, "numbers must be finite")
+    elif isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _INT_BOUND:
+        # json.dumps would fail with a bare ValueError; a process whose limit was raised
+        # would store text that every other process fails to read back
+        raise InputError(where, f"an integer of more than {MAX_INT_DIGITS:,} digits (Python writes "
+                                "and reads no longer one as JSON text)")
     elif not (value is None or isinstance(value, str | int | float)):
         raise InputError(where, f"{type(value).__name__} is not a JSON value")
 
