@@ -907,3 +907,17 @@ def test_mcp_record_entity_called_by_two_agents_at_once_records_one(mem: Memory,
     [winner] = [o["entity"]["name"] for o in outs if o["recorded"]]
     assert mem.entity(scope, "acme").name == winner  # the one told "recorded" stands
     assert [o["entity"]["name"] for o in outs] == [winner, winner]  # and both are shown it
+
+
+def test_a_value_too_long_for_python_text_is_an_input_error_naming_value_and_nothing_is_written(w):
+    """A JSON integer of 5,000 digits went through ``str()``, past Python's 4,300 digits of
+    text: a ValueError that the SDK reported as a crash of the tool (its message not
+    naming the argument), and again while the error message was built for another type."""
+    big = 10**5000
+    errors = [ok_error(call(server_for(w), "remember_fact", entity="acme", attribute="big",
+                            value=big, period_end="2024-03-31", sources=["10k"], **kind))
+              for kind in ({}, {"value_type": "date"}, {"value_type": "boolean"}, {"value_type": "text"})]
+    assert [e["type"] for e in errors] == ["InputError"] * 4
+    assert errors[0]["where"] == "FactIn.value" and "magnitude 10^5,000" in errors[0]["reason"]
+    assert [e["where"] for e in errors[1:]] == ["value"] * 3
+    assert w.mem.history(w.scope, entity="acme", attribute="big") == []

@@ -184,17 +184,26 @@ def _value(value: str | int | float | bool, value_type: str | None) -> Any:
     kind = value_type or ("boolean" if isinstance(value, bool) else
                           "decimal" if isinstance(value, int | float) else "text")
     try:
-        if kind == "decimal":
-            return Decimal(str(value))
+        if kind == "decimal":  # an int exactly, without its text (past 4,300 digits str() raises)
+            return Decimal(value) if isinstance(value, int) else Decimal(str(value))
         if kind == "boolean":
             if isinstance(value, bool) or value in ("true", "false"):
                 return value is True or value == "true"
             raise ValueError("true or false")
         if kind == "date":
             return dt.date.fromisoformat(str(value))
+        return str(value)
     except (InvalidOperation, ValueError) as exc:
-        raise InputError("value", f"not a {kind}: {value!r}") from exc
-    return str(value)
+        raise InputError("value", f"not a {kind}: {_shown(value)}") from exc
+
+
+def _shown(value: Any) -> str:
+    """A refused value for its error message: an integer too long for Python's text is
+    described by its size, since repr() of it raises too."""
+    try:
+        return reprlib.repr(value)
+    except ValueError:
+        return f"an integer of {value.bit_length():,} bits"
 
 
 # ---------------------------------------------------------------- the tools
