@@ -514,9 +514,12 @@ def _label(node: str, data: dict[str, Any]) -> str:
 def params_json(params: dict[str, Any]) -> str:
     """A derivation's parameters as canonical JSON, at most ``limits.TEXT_BYTES``: a value
     JSON has no type for (a Decimal, a date) as its text; NaN or an infinity refused (no
-    JSON holds them: stored, they would make the record unreadable as JSON)."""
+    JSON holds them: stored, they would make the record unreadable as JSON), and so is
+    nesting deeper than the encoder recurses (a RecursionError that named nothing)."""
     try:
         text = json.dumps(params, sort_keys=True, default=str, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InputError("params", f"must be JSON-serialisable: {exc}") from exc
+    except RecursionError:
+        raise InputError("params", "nested too deep to write as JSON") from None
     return limits.check_text("params", text) or text

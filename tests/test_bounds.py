@@ -266,7 +266,18 @@ CALL_BOUNDS = {  # a call with one argument past its bound -> the argument it na
     "lineage direction int": (lambda m: m.lineage(S, "fv_x", direction=5), "direction"),
     "derive params NaN": (lambda m: derive(m, params={"p": float("nan")}), "params"),  # no JSON holds it
     "search types int": (lambda m: m.search(S, text="x", types=5), "types"),
+    "derive params nested": (lambda m: derive(m, params={"p": _nested(10_000)}), "params"),  # a RecursionError
 }
+
+
+def _nested(depth: int) -> list[Any]:
+    """A list nested ``depth`` deep (two bytes of JSON text a level)."""
+    outer: list[Any] = []
+    inner = outer
+    for _ in range(depth):
+        inner.append([])
+        inner = inner[0]
+    return outer
 
 
 @pytest.mark.parametrize("case", list(CALL_BOUNDS))
