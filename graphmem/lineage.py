@@ -92,9 +92,10 @@ def normalise_inputs(inputs: dict[str, str | Sequence[str]]) -> list[dict[str, A
     """``{role: id | [ids]}`` to ordered ``[{role, position, version_id}]`` rows."""
     if not inputs or not isinstance(inputs, dict):
         raise InputError("inputs", "a derivation needs at least one input ({role: id(s)})")
+    for role in inputs:  # before sorting them: roles of two types do not sort (a TypeError)
+        limits.check_id("inputs", role, limit=limits.NAME_BYTES)
     rows = []
     for role, ids in sorted(inputs.items()):
-        limits.check_id("inputs", role, limit=limits.NAME_BYTES)
         versions = [ids] if isinstance(ids, str) else list(ids)
         if not versions:  # a role without inputs: nothing to check, nothing to be public
             raise InputError(f"inputs[{role!r}]", "a role needs at least one version id")

@@ -266,7 +266,9 @@ CALL_BOUNDS = {  # a call with one argument past its bound -> the argument it na
     "lineage direction int": (lambda m: m.lineage(S, "fv_x", direction=5), "direction"),
     "derive params NaN": (lambda m: derive(m, params={"p": float("nan")}), "params"),  # no JSON holds it
     "search types int": (lambda m: m.search(S, text="x", types=5), "types"),
-    "derive params nested": (lambda m: derive(m, params={"p": _nested(10_000)}), "params"),  # a RecursionError
+    # a RecursionError from json.dumps; a TypeError from sorting roles of two types
+    "derive params nested": (lambda m: derive(m, params={"p": _nested(10_000)}), "params"),
+    "derive input roles of two types": (lambda m: derive(m, inputs={"x": "fv_x", 1: "fv_y"}), "inputs"),
 }
 
 
