@@ -185,3 +185,23 @@ def test_the_web_panel_page_refuses_a_bad_range_as_input(mem, scope):
                           ("2024-01-01..9999-12-31:yearly", "cutoffs: 7976 cutoffs")):
         page = client.get("/panel", params={"attribute": "us-gaap:Assets", "frames": "CY2024Q4I", "cutoffs": cutoffs})
         assert page.status_code == 400 and said in page.text, page.text
+
+
+def test_an_ltm_screen_reaching_before_the_year_1_is_an_answer_not_an_overflow(migrated, mem, scope):
+    """`screen --ltm` looks two years back from its cutoff, and an LTM window a day before
+    its first quarter: from a cutoff in the years 1 and 2, or a quarter starting on
+    0001-01-01, that was a date before the year 1 - "unexpected OverflowError" - where
+    nothing earlier can exist and the answer is that no window can be built."""
+    from graphmem.loaders import metrics
+
+    mem.put_entity(scope, Entity(id="acme"))
+    mem.record_source(scope, Source(id="s", kind="filing", authority="primary",
+                                    available_by=dt.datetime(1, 6, 1, tzinfo=UTC)))
+    mem.assert_fact(scope, FactIn(entity="acme", attribute="rev", value=5, unit="USD", sources=("s",),
+                                  period=Period(start=dt.date(1, 1, 1), end=dt.date(1, 3, 31))))
+    for cutoff in ("0001-01-01", "0002-12-31"):
+        done = run_cli("screen", "--tenant", scope.tenant, "--attribute", "rev", "--ltm", "--cutoff", cutoff,
+                       environ=env(migrated))
+        assert done.returncode == 4 and done.stderr == "", done.stderr  # no entity has a window
+    with pytest.raises(InputError, match="no LTM window"):
+        metrics.ltm(mem, scope, entity="acme", concept="rev", cutoff=dt.datetime(2, 1, 1, tzinfo=UTC))
