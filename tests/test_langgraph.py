@@ -681,3 +681,22 @@ def test_an_integer_json_cannot_write_back_is_refused_by_its_place_and_nothing_i
     at_bound = {"x": [-(10**4300 - 1)]}  # 4,300 nines: written and read back exactly
     store.put(("a",), "k", at_bound)
     assert store.get(("a",), "k").value == at_bound
+
+
+@pytest.mark.parametrize("options, where", [
+    ({"labels": "user"}, "labels"),  # was taken letter by letter: u, s, e, r
+    ({"labels": ("user", 5)}, "labels[1]"),
+    ({"labels": ("",)}, "labels[0]"),
+    ({"labels": tuple(f"l{i}" for i in range(17))}, "labels"),
+    ({"scope": {"app": ""}}, "scope"),  # was named as the tenant
+    ({"scope": {1: "x"}}, "scope"),  # was a TypeError: keywords must be strings
+    ({"scope": "app=x"}, "scope"),
+])
+def test_the_stores_own_options_are_refused_by_name_when_it_is_made(mem, options, where):
+    """A store's ``labels`` and ``scope`` are checked when it is made, each error naming
+    the option: a string of labels was taken letter by letter (every namespace then
+    refused for having fewer labels than 'u, s, e, r'), an empty or non-string label
+    made a scope key no namespace can fill, and a bad scope was reported as the tenant."""
+    with pytest.raises(InputError) as info:
+        GraphmemStore(mem, tenant=tenant(), **options)
+    assert info.value.where == where, str(info.value)

@@ -85,8 +85,9 @@ numbers and integers of at most 4,300 digits (what Python writes as JSON text an
 back); ``limit`` 1-1,000, ``offset`` 0-100,000; a query of at most 1,000 characters
 (without an ``index``, at most 256 words that are not stop words:
 ``graphmem.limits.SEARCH_TERMS``, one Lucene clause each), ranked over its best 1,000
-matches per namespace; at most 1,000 operations per batch. Tuples come back as lists,
-as from any JSON store.
+matches per namespace; at most 1,000 operations per batch; a store's ``labels`` at most 16
+names, each an identifier (a tuple: a string is refused, not taken letter by letter).
+Tuples come back as lists, as from any JSON store.
 
 **Semantic search.** ``GraphmemStore(memory, tenant=..., index={"dims": 384, "embed":
 fn, "fields": ["text"]})`` takes LangGraph's own index configuration: each put embeds
@@ -143,7 +144,7 @@ from .. import facts, lineage
 from .. import search as searching
 from ..db import Tx
 from ..errors import GraphmemError, InputError
-from ..limits import IDENTIFIER_BYTES, SCOPE_BYTES, SEARCH_LIMIT, SEARCH_TERMS, TEXT_BYTES, utf8_problem
+from ..limits import IDENTIFIER_BYTES, SCOPE_BYTES, SEARCH_LIMIT, SEARCH_TERMS, TEXT_BYTES, check_id, utf8_problem
 from ..memory import Memory
 from ..models import Answer, Authority, Entity, FactIn, FactVersion, Period, Scope, Source
 from ..retrieval import Embedder, store
@@ -269,6 +270,35 @@ def _page(limit: Any, offset: Any) -> None:
         raise InputError("offset", f"an integer from 0 to {MAX_OFFSET} is required")
 
 
+def _label_names(labels: Any) -> tuple[str, ...]:
+    """A store's ``labels``: the scope key names of a namespace's leading labels. A single
+    string would be taken letter by letter, a name that is not an identifier would be a
+    scope key no namespace can fill, and more names than a namespace's labels would refuse
+    every namespace."""
+    if isinstance(labels, str) or not isinstance(labels, Iterable):
+        raise InputError("labels", f"a tuple of scope key names is required, got {type(labels).__name__}")
+    names = tuple(labels)
+    if len(names) > MAX_LABELS:
+        raise InputError("labels", f"at most {MAX_LABELS} (a namespace's labels), got {len(names)}")
+    for n, name in enumerate(names):
+        check_id(f"labels[{n}]", name)
+    return names
+
+
+def _fixed_scope(scope: Any) -> dict[str, str]:
+    """A store's ``scope``: fixed scope keys, a mapping with string keys (the values are
+    the Scope's to check)."""
+    if scope is None:
+        return {}
+    if not isinstance(scope, Mapping):
+        raise InputError("scope", f"a mapping of scope keys to values is required, got {type(scope).__name__}")
+    fixed = dict(scope)
+    for key in fixed:
+        if not isinstance(key, str):
+            raise InputError("scope", f"key {key!r}: scope keys must be strings")
+    return fixed
+
+
 # ---------------------------------------------------------------- filters
 
 
@@ -346,7 +376,7 @@ class GraphmemStore(BaseStore):
 
     def __init__(self, memory: Memory, *, tenant: str, scope: Mapping[str, str] | None = None,
                  labels: Sequence[str] = (), index: IndexConfig | None = None):
-        fixed = dict(scope or {})
+        fixed, labels = _fixed_scope(scope), _label_names(labels)
         reserved = {"tenant", "namespace"}
         clash = (reserved | set(labels)) & set(fixed) or reserved & set(labels)
         if clash or len(set(labels)) != len(labels):
@@ -354,8 +384,8 @@ class GraphmemStore(BaseStore):
                                       f"'tenant' or 'namespace'; got {sorted(clash) or list(labels)}")
         try:
             Scope(tenant=tenant, **fixed)
-        except ValueError as exc:
-            raise InputError("tenant", str(exc)) from exc
+        except InputError as exc:  # Scope.tenant, or the scope's keys (named Scope)
+            raise InputError("tenant" if exc.where.endswith("tenant") else "scope", exc.reason) from exc
         self._mem, self._tenant, self._fixed, self._names = memory, tenant, fixed, tuple(labels)
         self._cutoff: dt.datetime | None = None
         self._known_at: dt.datetime | None = None
