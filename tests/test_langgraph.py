@@ -700,3 +700,16 @@ def test_the_stores_own_options_are_refused_by_name_when_it_is_made(mem, options
     with pytest.raises(InputError) as info:
         GraphmemStore(mem, tenant=tenant(), **options)
     assert info.value.where == where, str(info.value)
+
+
+@pytest.mark.parametrize("max_depth", ["1", 0, -1, 1.5, True])
+def test_a_list_namespaces_depth_that_is_no_depth_is_refused_by_name(store, max_depth):
+    """``max_depth`` cuts each namespace to its first labels: "1" failed as a TypeError
+    after the read, 0 answered the empty namespace () (none exists) and -1 each namespace
+    without its last label - namespaces that hold nothing - instead of refusing them."""
+    store.put(("a", "b"), "k", {"v": 1})
+    with pytest.raises(InputError) as info:
+        store.list_namespaces(max_depth=max_depth)
+    assert info.value.where == "max_depth"
+    assert store.list_namespaces(max_depth=1) == [("a",)]
+    assert store.list_namespaces(max_depth=99) == [("a", "b")]

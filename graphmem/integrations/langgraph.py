@@ -86,7 +86,8 @@ back); ``limit`` 1-1,000, ``offset`` 0-100,000; a query of at most 1,000 charact
 (without an ``index``, at most 256 words that are not stop words:
 ``graphmem.limits.SEARCH_TERMS``, one Lucene clause each), ranked over its best 1,000
 matches per namespace; at most 1,000 operations per batch; a store's ``labels`` at most 16
-names, each an identifier (a tuple: a string is refused, not taken letter by letter).
+names, each an identifier (a tuple: a string is refused, not taken letter by letter); a ``list_namespaces``
+``max_depth`` None or 1 or more.
 Tuples come back as lists, as from any JSON store.
 
 **Semantic search.** ``GraphmemStore(memory, tenant=..., index={"dims": 384, "embed":
@@ -299,6 +300,15 @@ def _fixed_scope(scope: Any) -> dict[str, str]:
     return fixed
 
 
+def _depth(max_depth: Any) -> None:
+    """``list_namespaces``' ``max_depth``: None, or how many leading labels to keep (1 or
+    more; past a namespace's labels it cuts nothing). 0 or less would answer namespaces
+    that hold nothing (``()``, each namespace without its last label)."""
+    if max_depth is not None and (not isinstance(max_depth, int) or isinstance(max_depth, bool)
+                                  or max_depth < 1):
+        raise InputError("max_depth", f"None or an integer of 1 or more is required, got {max_depth!r}")
+
+
 # ---------------------------------------------------------------- filters
 
 
@@ -481,6 +491,7 @@ class GraphmemStore(BaseStore):
                 self._check_query(op.query)
             elif isinstance(op, ListNamespacesOp):
                 _page(op.limit, op.offset)
+                _depth(op.max_depth)
                 self._fits(_literal(op.match_conditions or ()), "match_conditions")
             else:
                 raise InputError("ops", f"unknown operation {type(op).__name__}")
