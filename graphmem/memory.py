@@ -155,6 +155,14 @@ def entity_argument(entity: Any) -> Entity:
     return _instance("entity", entity, Entity)
 
 
+def _flag(name: str, value: Any) -> bool:
+    """A True/False option: any other value (``"no"``, 0, None) is refused, since Python
+    would take a non-empty text for True and do the opposite of what was asked."""
+    if not isinstance(value, bool):
+        raise InputError(name, f"True or False is required, got {value!r}")
+    return value
+
+
 def _revision(value: Any) -> int | None:
     return limits.check_int("expected_revision", value, 0, 2**62, optional=True)
 
@@ -381,6 +389,7 @@ class Memory:
         in the write's own transaction (two callers recording one id at once: one writes)."""
         scope = self.scope(scope)
         entity_argument(entity)
+        _flag("replace", replace)
         return self.write(scope, "put_entity",
                           lambda tx, at: facts.put_entity(tx, scope, entity, at, replace=replace))
 
@@ -785,6 +794,7 @@ class Memory:
         is none to write about (put_entity refuses to bring it back)."""
         scope = self.scope(scope)
         limits.check_id("entity_id", entity_id)
+        _flag("erased", erased)
         row = self._db.read_one("entity.get", uid=facts.entity_uid(scope, entity_id),
                                 **facts.scope_params(scope))
         if row is None or (row["erased"] and not erased):
@@ -1083,6 +1093,7 @@ class Memory:
         else the memory's); ``switch`` re-embeds a scope made with another one. Resumable:
         see graphmem/retrieval/store.py."""
         scope = self.scope(scope)
+        _flag("switch", switch)
         emb = retrieval.as_embedder(embedder) or self._embedder
         if emb is None:
             raise InputError("embedder", "no embedder: pass embedder= here or to Memory")

@@ -269,6 +269,11 @@ CALL_BOUNDS = {  # a call with one argument past its bound -> the argument it na
     # a RecursionError from json.dumps; a TypeError from sorting roles of two types
     "derive params nested": (lambda m: derive(m, params={"p": _nested(10_000)}), "params"),
     "derive input roles of two types": (lambda m: derive(m, inputs={"x": "fv_x", 1: "fv_y"}), "inputs"),
+    # a flag given as text was taken for True: replace="no" overwrote the entity
+    "put_entity replace text": (lambda m: m.put_entity(S, Entity(id="e"), replace="no"), "replace"),
+    "entity erased text": (lambda m: m.entity(S, "e", erased="no"), "erased"),
+    "embed switch text": (lambda m: m.embed(S, embedder=lambda texts: [[1.0] for _ in texts], switch="no"),
+                          "switch"),
 }
 
 

@@ -215,3 +215,14 @@ def test_a_bad_row_in_a_later_chunk_is_named_by_its_row_in_the_batch(small_chunk
     with pytest.raises(InputError) as info:
         mem.assert_facts(scope, _five_rows_bad_fourth())
     assert info.value.where == "facts[3].sources", str(info.value)
+
+
+def test_a_flag_given_as_text_is_refused_not_taken_for_true(ready):
+    """``replace="no"`` was truthy: the entity recorded first was overwritten by the very
+    call that asked to leave it as it was."""
+    mem, scope = ready
+    mem.put_entity(scope, Entity(id="acme", name="Acme Corp"))
+    with pytest.raises(InputError) as info:
+        mem.put_entity(scope, Entity(id="acme", name="Someone else"), replace="no")
+    assert info.value.where == "replace"
+    assert mem.entity(scope, "acme").name == "Acme Corp"
