@@ -50,6 +50,7 @@ from .models import (
     WriteReport,
     check_scope,
 )
+from .retrieval import rank
 from .retrieval.vectors import VectorCache
 from .values import NOW, Now, digest
 
@@ -1077,6 +1078,7 @@ class Memory:
         after the embedded ones of their authority tier (``"last"``).
         """
         scope = self.scope(scope)
+        rank.check_unembedded(unembedded)
         emb = retrieval.as_embedder(embedder) or self._embedder
         q = searching.make_query(
             scope, text=text, match=match, types=types, entity=entity, task_id=task_id,

@@ -274,6 +274,8 @@ CALL_BOUNDS = {  # a call with one argument past its bound -> the argument it na
     "entity erased text": (lambda m: m.entity(S, "e", erased="no"), "erased"),
     "embed switch text": (lambda m: m.embed(S, embedder=lambda texts: [[1.0] for _ in texts], switch="no"),
                           "switch"),
+    # checked only by a search by meaning: a text search ran with it
+    "search unembedded": (lambda m: m.search(S, text="x", unembedded="sometimes"), "unembedded"),
 }
 
 
