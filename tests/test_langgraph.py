@@ -713,3 +713,14 @@ def test_a_list_namespaces_depth_that_is_no_depth_is_refused_by_name(store, max_
     assert info.value.where == "max_depth"
     assert store.list_namespaces(max_depth=1) == [("a",)]
     assert store.list_namespaces(max_depth=99) == [("a", "b")]
+
+
+def test_a_query_that_is_not_text_utf8_can_carry_is_refused_as_query_before_any_read(store):
+    """A lone surrogate (a JSON ``\\ud800`` escape) in a query was passed to graphmem's
+    search: an empty store answered [] and a store with an item refused it as ``text``,
+    an argument the store does not have, after reading its namespaces."""
+    for _ in range(2):
+        with pytest.raises(InputError) as info:
+            store.search(("a",), query="pizza \ud800")
+        assert info.value.where == "query" and "surrogate" in info.value.reason
+        store.put(("a",), "k", {"v": "pizza"})

@@ -513,6 +513,7 @@ class GraphmemStore(BaseStore):
             return
         if not isinstance(query, str) or len(query) > MAX_QUERY:
             raise InputError("query", f"a string of at most {MAX_QUERY} characters")
+        _utf8(query, "query")  # a lone surrogate: refused by graphmem's search as `text`, and only once it ran
         words = _searchable(query) if self._embedder is None else 0
         if words > SEARCH_TERMS:
             raise InputError("query", f"{words:,} searchable words (stop words aside); at most "
