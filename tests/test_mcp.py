@@ -921,3 +921,18 @@ def test_a_value_too_long_for_python_text_is_an_input_error_naming_value_and_not
     assert errors[0]["where"] == "FactIn.value" and "magnitude 10^5,000" in errors[0]["reason"]
     assert [e["where"] for e in errors[1:]] == ["value"] * 3
     assert w.mem.history(w.scope, entity="acme", attribute="big") == []
+
+
+def test_a_definition_remember_fact_takes_is_one_as_of_can_ask_for(w):
+    """remember_fact took a definition of up to 1,024 characters and as_of up to 256: a key
+    written through the server with a longer definition could not be read through it
+    (as_of refused the definition; without one it stayed ambiguous beside another key)."""
+    definition = "restated, excluding discontinued operations; " * 6  # 276 characters
+    server = server_for(w)
+    ok(call(server, "remember_fact", entity="acme", attribute="revenue", value=120, period_end="2024-03-31",
+            period_start="2024-01-01", unit="USD", definition=definition, sources=["10k"]))
+    answer = ok(call(server, "as_of", entity="acme", attribute="revenue", period_end="2024-03-31",
+                     period_start="2024-01-01", unit="USD", definition=definition))
+    assert answer["value"] == "120"
+    too_long = ok_error(call(server, "as_of", entity="acme", attribute="revenue", definition="d" * 1025))
+    assert too_long["where"] == "definition"

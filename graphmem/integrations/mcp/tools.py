@@ -62,6 +62,8 @@ MAX_TEXT, MAX_IDS, MAX_BUDGET = 4000, 200, 100_000
 Id = Annotated[str, Field(min_length=1, max_length=1024)]
 Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
 Ids = Annotated[list[Id], Field(max_length=MAX_IDS)]
+Unit = Annotated[str, Field(max_length=256)]
+Definition = Annotated[str, Field(max_length=1024)]  # one bound to write a key's and to ask for it
 When = Annotated[str | None, Field(max_length=40, description=(
     "ISO 8601 date or datetime. A date means the end of that day (UTC); a datetime without "
     "a zone is UTC."))]
@@ -310,8 +312,7 @@ def register(memory: Memory, access: Access, grants: Grants) -> list[Tool]:
     @tool("read", READ, "Fact as of a time")
     def as_of(entity: Id, attribute: Id, ctx: Context, period_end: Day = None,
               period_start: Day = None, cutoff: Cutoff = None, known_at: KnownAt = None,
-              unit: Annotated[str | None, Field(max_length=256)] = None,
-              definition: Annotated[str | None, Field(max_length=256)] = None,
+              unit: Unit | None = None, definition: Definition | None = None,
               min_authority: MinAuthority = None) -> Annotated[CallToolResult, r.AnswerOut]:
         """What the memory says about an entity's attribute, using only what was public by
         `cutoff` as graphmem had recorded it by `known_at` (both default to now). Without a
@@ -556,8 +557,7 @@ def register(memory: Memory, access: Access, grants: Grants) -> list[Tool]:
                           "with value_type for a decimal that must keep all its digits."))],
                       period_end: dt.date, ctx: Context, period_start: Day = None,
                       value_type: Literal["decimal", "text", "boolean", "date"] | None = None,
-                      unit: Annotated[str, Field(max_length=256)] = "",
-                      definition: Annotated[str, Field(max_length=1024)] = "",
+                      unit: Unit = "", definition: Definition = "",
                       sources: Ids | None = None, available_by: When = None
                       ) -> Annotated[CallToolResult, r.RememberedOut]:
         """Assert a fact: `entity`'s `attribute` has `value` for the period, evidenced by
