@@ -78,6 +78,7 @@ import bisect
 import datetime as dt
 import functools
 import re
+import reprlib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -199,7 +200,10 @@ def make_query(scope: Scope, *, text: str | None, match: str, types: Any, entity
                                                       else types))
     unknown = [t for t in types if t not in MEMORY_TYPES]
     if unknown or not types:
-        raise InputError("types", f"must be some of {', '.join(MEMORY_TYPES)}; got {unknown}")
+        raise InputError("types", f"must be some of {', '.join(MEMORY_TYPES)}; got {reprlib.repr(unknown)}")
+    # each once: a choice among three, however long the list it came in (it is sent to the
+    # server and recorded with a context's snapshot)
+    types = tuple(dict.fromkeys(types))
     limits.check_int("limit", limit, 1, limits.SEARCH_LIMIT)
     limits.check_id("entity", entity, optional=True)
     limits.check_id("task_id", task_id, optional=True)

@@ -276,6 +276,7 @@ CALL_BOUNDS = {  # a call with one argument past its bound -> the argument it na
                           "switch"),
     # checked only by a search by meaning: a text search ran with it
     "search unembedded": (lambda m: m.search(S, text="x", unembedded="sometimes"), "unembedded"),
+    "search types unknown": (lambda m: m.search(S, text="x", types=["facts"] * 100_000), "types"),  # 900 kB
 }
 
 

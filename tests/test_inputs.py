@@ -226,3 +226,15 @@ def test_a_flag_given_as_text_is_refused_not_taken_for_true(ready):
         mem.put_entity(scope, Entity(id="acme", name="Someone else"), replace="no")
     assert info.value.where == "replace"
     assert mem.entity(scope, "acme").name == "Acme Corp"
+
+
+def test_a_search_names_each_memory_type_once_in_what_a_context_records(ready):
+    """``types`` was kept as given, so ``["fact"] * 100_000`` (a list with no bound) was sent
+    to the server and written into the context snapshot's query, 800 kB of one word; the
+    types are a choice among three, named once each."""
+    mem, scope = ready
+    mem.assert_fact(scope, fact())
+    found = mem.search(scope, text="acme", types=["fact"] * 100_000 + ["task_state", "fact"])
+    assert found.query.types == ("fact", "task_state") and found.status == "found"
+    context = mem.build_context(scope, task_id="T", memories=found, token_budget=1000)
+    assert mem.context_snapshot(scope, context.snapshot_id).query.types == ("fact", "task_state")
