@@ -277,6 +277,14 @@ CALL_BOUNDS = {  # a call with one argument past its bound -> the argument it na
     # checked only by a search by meaning: a text search ran with it
     "search unembedded": (lambda m: m.search(S, text="x", unembedded="sometimes"), "unembedded"),
     "search types unknown": (lambda m: m.search(S, text="x", types=["facts"] * 100_000), "types"),  # 900 kB
+    # an int too long for Python's text: its repr() in the refusal raised a ValueError
+    "search limit 5,000 digits": (lambda m: m.search(S, text="x", limit=10**5000), "limit"),
+    "impact depth 5,000 digits": (lambda m: m.impact(S, source_id="s", max_depth=-10**5000), "max_depth"),
+    "context budget 5,000 digits": (lambda m: m.build_context(S, task_id="T", memories=[],
+                                                              token_budget=10**5000), "token_budget"),
+    "snapshots offset 5,000 digits": (lambda m: m.context_snapshots(S, offset=10**5000), "offset"),
+    "assert_fact revision 5,000 digits": (lambda m: m.assert_fact(S, fact(), expected_revision=10**5000),
+                                          "expected_revision"),
 }
 
 
@@ -302,8 +310,9 @@ def test_a_call_argument_past_its_bound_is_refused_before_any_query(dead, case):
 def test_a_chunk_size_past_its_bound_is_refused():
     driver = neo4j.GraphDatabase.driver("bolt://127.0.0.1:9")
     try:
-        with pytest.raises(InputError, match="chunk_size"):
-            Memory(driver, chunk_size=limits.CHUNK_SIZE + 1)
+        for size in (limits.CHUNK_SIZE + 1, 10**5000):  # the second's repr() raised a ValueError
+            with pytest.raises(InputError, match="chunk_size"):
+                Memory(driver, chunk_size=size)
     finally:
         driver.close()
 
