@@ -160,7 +160,7 @@ def _flag(name: str, value: Any) -> bool:
     """A True/False option: any other value (``"no"``, 0, None) is refused, since Python
     would take a non-empty text for True and do the opposite of what was asked."""
     if not isinstance(value, bool):
-        raise InputError(name, f"True or False is required, got {value!r}")
+        raise InputError(name, f"True or False is required, got {limits.shown(value)}")
     return value
 
 
@@ -954,7 +954,7 @@ class Memory:
         scope = self.scope(scope)
         limits.check_id("version_id", version_id)
         if direction not in ("upstream", "downstream"):  # before server_now, a query
-            raise InputError("direction", f"must be 'upstream' or 'downstream', got {direction!r}")
+            raise InputError("direction", f"must be 'upstream' or 'downstream', got {limits.shown(direction)}")
         limits.check_int("max_depth", max_depth, 0, limits.DEPTH, optional=True)
         known_at = _aware("known_at", known_at) or self.recorded_through(scope)
         return self._db.read(

@@ -247,8 +247,9 @@ class Period(_In):
             if sep:
                 return cls(start=dt.date.fromisoformat(start), end=dt.date.fromisoformat(end))
             return cls(end=dt.date.fromisoformat(text))
-        except ValueError as exc:
-            raise InputError(name, f"expected DATE or DATE..DATE: {exc}") from exc
+        except ValueError as exc:  # Python's reason quotes the text: shortened with it
+            why = str(exc) if len(text) <= 64 else f"got {limits.shown(text)}"
+            raise InputError(name, f"expected DATE or DATE..DATE: {why}") from exc
 
     @property
     def days(self) -> int | None:

@@ -118,7 +118,7 @@ class Selection:
             raise InputError("frame", f"a string such as 'CY2024Q3' is required, got {type(text).__name__}")
         match = _FRAME.fullmatch(text.strip())
         if match is None:
-            raise InputError("frame", f"{text!r} is not a calendar frame: expected CY#### (a year), "
+            raise InputError("frame", f"{limits.shown(text)} is not a calendar frame: expected CY#### (a year), "
                                       "CY####Q# (a quarter) or CY####Q#I (the instant ending a quarter), "
                                       "for example CY2024Q3")
         year, q, instant = int(match[1]), match[2], bool(match[3])
@@ -277,7 +277,7 @@ def make_query(*, attribute: Any, selection: Selection | None, cutoff: dt.dateti
     if require is not None and not isinstance(require, Require):
         raise InputError("require", "a graphmem.Require is required")
     if sort not in SORTS:
-        raise InputError("sort", f"must be one of {', '.join(SORTS)}; got {sort!r}")
+        raise InputError("sort", f"must be one of {', '.join(SORTS)}; got {limits.shown(sort)}")
     return Query(attribute=_text("attribute", attribute), selection=selection, cutoff=cutoff,
                  known_at=known_at, entities=entity_list(entities),
                  unit=None if unit is None else _text("unit", unit, empty=True),

@@ -188,7 +188,7 @@ def make_query(scope: Scope, *, text: str | None, match: str, types: Any, entity
     """Check a search's arguments before any query; the fields of its SearchQuery."""
     limits.check_text("text", text, limits.SEARCH_TEXT_BYTES, optional=True)
     if mode not in MODES:
-        raise InputError("mode", f"must be one of {', '.join(MODES)}; got {mode!r}")
+        raise InputError("mode", f"must be one of {', '.join(MODES)}; got {limits.shown(mode)}")
     if mode != "text" and (text is None or embedder is None):
         raise InputError("mode", f"{mode} search needs a text and an embedder "
                                  "(Memory(embedder=...) or search(embedder=...))")

@@ -277,6 +277,16 @@ CALL_BOUNDS = {  # a call with one argument past its bound -> the argument it na
     # checked only by a search by meaning: a text search ran with it
     "search unembedded": (lambda m: m.search(S, text="x", unembedded="sometimes"), "unembedded"),
     "search types unknown": (lambda m: m.search(S, text="x", types=["facts"] * 100_000), "types"),  # 900 kB
+    # a long text refused was echoed whole (a megabyte of error message)
+    "lineage direction long": (lambda m: m.lineage(S, "fv_x", direction="x" * 1_000_000), "direction"),
+    "search mode long": (lambda m: m.search(S, text="x", mode="x" * 1_000_000), "mode"),
+    "search unembedded long": (lambda m: m.search(S, text="x", unembedded="x" * 1_000_000), "unembedded"),
+    "screen sort long": (lambda m: m.screen(S, attribute="a", frame="CY2024", cutoff=AT, sort="x" * 1_000_000),
+                         "sort"),
+    "screen frame long": (lambda m: m.screen(S, attribute="a", frame="x" * 1_000_000, cutoff=AT), "frame"),
+    "panel latest long": (lambda m: m.panel(S, attribute="a", latest="x" * 1_000_000, cutoffs=[AT]), "latest"),
+    "period text long": (lambda m: Period.parse("x" * 1_000_000), "period"),
+    "put_entity replace 5,000 digits": (lambda m: m.put_entity(S, Entity(id="e"), replace=10**5000), "replace"),
     # an int too long for Python's text: its repr() in the refusal raised a ValueError
     "search limit 5,000 digits": (lambda m: m.search(S, text="x", limit=10**5000), "limit"),
     "impact depth 5,000 digits": (lambda m: m.impact(S, source_id="s", max_depth=-10**5000), "max_depth"),

@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import facts, search, values
+from .. import facts, limits, search, values
 from ..errors import InputError
 from ..models import Scope, SearchExplain, SearchHit, SearchResult
 from . import vectors
@@ -111,7 +111,7 @@ def check_unembedded(unembedded: Any) -> None:
     """A search's ``unembedded``: checked for a text search too, which does not use it,
     so that a misspelt value is refused wherever it is given rather than only by mode."""
     if unembedded not in UNEMBEDDED:
-        raise InputError("unembedded", f"must be one of {', '.join(UNEMBEDDED)}; got {unembedded!r}")
+        raise InputError("unembedded", f"must be one of {', '.join(UNEMBEDDED)}; got {limits.shown(unembedded)}")
 
 
 @dataclasses.dataclass
