@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from graphmem import Entity, FactIn, InputError, Memory, Period, Scope, Source
+from graphmem.models import Rank, SearchHit
 
 UTC = dt.UTC
 Q1 = Period(start=dt.date(2024, 1, 1), end=dt.date(2024, 3, 31))
@@ -238,3 +239,22 @@ def test_a_search_names_each_memory_type_once_in_what_a_context_records(ready):
     assert found.query.types == ("fact", "task_state") and found.status == "found"
     context = mem.build_context(scope, task_id="T", memories=found, token_budget=1000)
     assert mem.context_snapshot(scope, context.snapshot_id).query.types == ("fact", "task_state")
+
+
+def _hit(memory_id: str) -> SearchHit:
+    return SearchHit(type="experience", memory_id=memory_id, memory_ids=(memory_id,), status="active",
+                     rank=Rank(position=1, authority=None, text_score=0.0, text_norm=0.0, recency_days=0.0,
+                               why="made by hand"))
+
+
+@pytest.mark.parametrize("memory_id", ["exp_\ud800", "exp_" + "x" * 3000], ids=["lone surrogate", "3,004 bytes"])
+def test_a_hand_made_hits_id_is_held_to_an_ids_bound_before_any_query(ready, memory_id):
+    """A hit's memory id is an id passed back (2,048 bytes, text UTF-8 can carry): one with
+    a lone surrogate failed in the driver as a UnicodeEncodeError, one of any length was
+    sent to the server and echoed whole in the refusal."""
+    mem, scope = ready
+    with pytest.raises(InputError) as info:
+        mem.build_context(scope, task_id="T", memories=[_hit(memory_id)], token_budget=100,
+                          cutoff=FAR, known_at=FAR)
+    assert info.value.where == "memories[0].memory_id" and len(str(info.value)) < 300
+    assert mem.context_snapshots(scope) == []
