@@ -176,9 +176,24 @@ def _run(access: Access, ctx: Context, work: Callable[[Caller], tuple[BaseModel,
         out, text = work(access.caller(ctx))
     except ValidationError as exc:  # a model refused an argument: the API's InputError
         return _error(_invalid(exc))
+    except InputError as exc:
+        return _error(_as_argument(exc))
     except (GraphmemError, Neo4jError, DriverError) as exc:
         return _error(exc)
     return _result(out, text)
+
+
+_MODELS = ("FactIn.", "Entity.", "Source.", "ExperienceIn.", "TaskStateIn.")  # the tools build these
+
+
+def _as_argument(exc: InputError) -> InputError:
+    """A model's refusal of a field the tool filled from its argument of the same name
+    (``FactIn.entity``, ``Entity.aliases[1]``), named as that argument: the schemas count
+    characters and the models bytes, so a value can pass the one and not the other."""
+    model = next((m for m in _MODELS if exc.where.startswith(m)), None)
+    if model is None:
+        return exc
+    return type(exc)(exc.where.removeprefix(model), exc.reason)
 
 
 def _value(value: str | int | float | bool, value_type: str | None) -> Any:
