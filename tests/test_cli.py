@@ -227,3 +227,14 @@ def test_a_query_sets_bad_namespace_or_time_is_refused_naming_its_line(migrated,
     err = done.stderr
     assert done.returncode in (1, 2) and err.startswith(f"graphmem: error: {path}:2: "), err
     assert said in err
+
+
+@pytest.mark.parametrize("dims", ["0", "5000", "9" * 5000])
+def test_a_toy_embedders_dimension_out_of_range_is_refused_as_the_embedder_option(migrated, dims):
+    """`--embedder toy:0` was refused as `dims`, a name the command line does not have, and
+    `toy:` with 5,000 digits failed in int() past Python's 4,300 digits of text
+    ("unexpected ValueError"): each is the --embedder option's bad value."""
+    err = one_line_error(run_cli("embed", "--tenant", "t", "--embedder", f"toy:{dims}", environ=env(migrated)),
+                         code=2)
+    assert err.startswith("graphmem: error: --embedder: toy:") and err.endswith(
+        ": the dimension must be an integer from 1 to 4,096\n") and len(err) < 300, err
