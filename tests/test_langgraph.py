@@ -724,3 +724,23 @@ def test_a_query_that_is_not_text_utf8_can_carry_is_refused_as_query_before_any_
             store.search(("a",), query="pizza \ud800")
         assert info.value.where == "query" and "surrogate" in info.value.reason
         store.put(("a",), "k", {"v": "pizza"})
+
+
+@pytest.mark.parametrize("fields, put_index", [
+    ([5], None), ("t", None), (["t"], [5]), (["t"], "t"), (["t"], True)],
+    ids=["a field that is a number", "fields as a string", "a put's field that is a number",
+         "a put's fields as a string", "a put's index True"])
+def test_index_fields_that_are_not_a_list_of_paths_are_refused_as_index(mem, fields, put_index):
+    """The fields to embed are a list of paths: a number failed inside LangGraph's path
+    parser as a TypeError ("object of type 'int' has no len()") at every put, and a string
+    was taken letter by letter ("text": the fields t, e, x, t), embedding other fields
+    than named without a word. Both are refused, naming the index, before anything is
+    written."""
+    store = GraphmemStore(mem, tenant=tenant(), index={"dims": 16, "embed": ToyEmbedder(16), "fields": ["t"]})
+    with pytest.raises(InputError) as info:
+        if put_index is None:
+            GraphmemStore(mem, tenant=tenant(), index={"dims": 16, "embed": ToyEmbedder(16), "fields": fields})
+        else:
+            store.put(("a",), "k", {"t": "deploy", "e": "lunch"}, index=put_index)
+    assert info.value.where == "index"
+    assert store.get(("a",), "k") is None

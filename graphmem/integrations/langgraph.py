@@ -87,7 +87,8 @@ back); ``limit`` 1-1,000, ``offset`` 0-100,000; a query of at most 1,000 charact
 ``graphmem.limits.SEARCH_TERMS``, one Lucene clause each), ranked over its best 1,000
 matches per namespace; at most 1,000 operations per batch; a store's ``labels`` at most 16
 names, each an identifier (a tuple: a string is refused, not taken letter by letter); a ``list_namespaces``
-``max_depth`` None or 1 or more.
+``max_depth`` None or 1 or more; the fields to embed (the index's ``fields``, a put's
+``index``) a list of paths.
 Tuples come back as lists, as from any JSON store.
 
 **Semantic search.** ``GraphmemStore(memory, tenant=..., index={"dims": 384, "embed":
@@ -109,7 +110,8 @@ by meaning too. The embedder's name (its qualified name, or ``index["name"]``) a
 Differences from ``InMemoryStore``: ``list_namespaces`` lists only namespaces that hold
 an item (``InMemoryStore`` also lists those that were only read, or whose items were all
 deleted); listings are ordered by ``updated_at``, not by insertion; TTLs are not
-supported. A search's pages are slices of one order, unscored items included
+supported; fields to embed given as a string are refused (``InMemoryStore`` takes
+its letters for fields). A search's pages are slices of one order, unscored items included
 (``InMemoryStore`` starts every page's unscored items from the first one, whatever the
 offset). A re-put's vectors are those of the new value only: ``InMemoryStore`` keeps
 the vector of a field that the new value no longer has (or of every field, when
@@ -145,7 +147,16 @@ from .. import facts, lineage
 from .. import search as searching
 from ..db import Tx
 from ..errors import GraphmemError, InputError
-from ..limits import IDENTIFIER_BYTES, SCOPE_BYTES, SEARCH_LIMIT, SEARCH_TERMS, TEXT_BYTES, check_id, utf8_problem
+from ..limits import (
+    IDENTIFIER_BYTES,
+    SCOPE_BYTES,
+    SEARCH_LIMIT,
+    SEARCH_TERMS,
+    TEXT_BYTES,
+    check_id,
+    shown,
+    utf8_problem,
+)
 from ..memory import Memory
 from ..models import Answer, Authority, Entity, FactIn, FactVersion, Period, Scope, Source
 from ..retrieval import Embedder, store
@@ -666,7 +677,8 @@ class GraphmemStore(BaseStore):
         """The texts a put embeds (None: the store has no index, or nothing to embed)."""
         if self._embedder is None or op.value is None:
             return None
-        return _field_texts(op.value, self._fields if op.index is None else op.index or [])
+        return _field_texts(op.value, self._fields if op.index is None else
+                            [] if op.index is False else _paths(op.index))
 
     @property
     def _fields(self) -> list[str]:
@@ -767,10 +779,21 @@ def _embedder(index: IndexConfig) -> Embedder:
     embed = index["embed"]
     name = index.get("name") or (embed if isinstance(embed, str) else getattr(
         embed, "__qualname__", type(embed).__name__))
-    fields = list(index.get("fields") or ["$"])
+    fields = _paths(index.get("fields") or ["$"])
     return Embedder(ensure_embeddings(embed) if isinstance(embed, str) else embed,
                     name=f"langgraph:{name}", dims=index["dims"],
                     text_of=lambda row: _field_texts(json.loads(row["value"]), fields))
+
+
+def _paths(fields: Any) -> list[str]:
+    """Fields to embed (the index's, or a put's): a list of paths, ``"$"`` the whole value.
+    A string would be taken letter by letter ("text": t, e, x, t) and a number fails in
+    LangGraph's path parser, at every put."""
+    if isinstance(fields, str) or not isinstance(fields, list | tuple) or not all(
+            isinstance(f, str) and f for f in fields):
+        raise InputError("index", f'the fields to embed are a list of paths such as ["text"] or ["$"], '
+                                  f"got {shown(fields)}")
+    return list(fields)
 
 
 def _cosine(semantic_score: float | None) -> float | None:
