@@ -48,6 +48,7 @@ from .models import (
     TraceResult,
     Versions,
     WriteReport,
+    check_require,
     check_scope,
 )
 from .retrieval import rank
@@ -610,7 +611,7 @@ class Memory:
         limits.check_text("unit", unit, limits.IDENTIFIER_BYTES, optional=True)
         limits.check_text("definition", definition, limits.IDENTIFIER_BYTES, optional=True)
         _instance("period", period, Period, optional=True)
-        _instance("require", require, Require, optional=True)
+        check_require(require)
         cutoff = self._cutoff(cutoff)
         known_at = _aware("known_at", known_at) or self._now()
         selector = {
@@ -655,7 +656,7 @@ class Memory:
         for name, day in (("valid_from", valid_from), ("valid_to", valid_to)):
             if day is not None and (not isinstance(day, dt.date) or isinstance(day, dt.datetime)):
                 raise InputError(name, f"a date is required, got {type(day).__name__}")
-        _instance("require", require, Require, optional=True)
+        check_require(require)
         cutoff = self._cutoff(cutoff)
         known_at = _aware("known_at", known_at) or self._now()
         if valid_from is not None and valid_to is not None and valid_from > valid_to:

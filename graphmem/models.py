@@ -320,6 +320,20 @@ class Require(_In):
     kinds: Identifiers | None = None
 
 
+def check_require(require: Any) -> Require | None:
+    """A read's ``require`` argument: None or a Require that admits some evidence. A
+    Require of no kinds (``kinds=()``) admits none, so every read under it would be
+    not_found - never what was meant (kinds left out accept any)."""
+    if require is None:
+        return None
+    if not isinstance(require, Require):
+        raise InputError("require", f"a graphmem.Require is required, got {type(require).__name__}")
+    if require.kinds is not None and not require.kinds:
+        raise InputError("require", "kinds=() admits no evidence: name at least one source kind, "
+                                    "or leave kinds out to accept any")
+    return require
+
+
 class Evidence(_Model):
     """One source standing behind a version, and when that became known and public."""
 

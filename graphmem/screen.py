@@ -71,7 +71,7 @@ from typing import Any, Literal
 from . import collector, facts, limits
 from .db import Tx
 from .errors import InputError
-from .models import Answer, Explain, Period, Require, Scope, Screen
+from .models import Answer, Explain, Period, Require, Scope, Screen, check_require
 from .values import epoch, from_micros
 
 YEARS = range(1000, 9999)
@@ -274,8 +274,7 @@ def make_query(*, attribute: Any, selection: Selection | None, cutoff: dt.dateti
     datetimes; ``selection`` None is a derived metric's "each entity's latest")."""
     if cutoff is None:
         raise InputError("cutoff", "a screen needs a cutoff: only what was public by then counts")
-    if require is not None and not isinstance(require, Require):
-        raise InputError("require", "a graphmem.Require is required")
+    check_require(require)
     if sort not in SORTS:
         raise InputError("sort", f"must be one of {', '.join(SORTS)}; got {limits.shown(sort)}")
     return Query(attribute=_text("attribute", attribute), selection=selection, cutoff=cutoff,

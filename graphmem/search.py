@@ -102,6 +102,7 @@ from .models import (
     SearchResult,
     TaskState,
     authority_of,
+    check_require,
 )
 from .values import epoch, from_micros
 
@@ -207,8 +208,7 @@ def make_query(scope: Scope, *, text: str | None, match: str, types: Any, entity
     limits.check_int("limit", limit, 1, limits.SEARCH_LIMIT)
     limits.check_id("entity", entity, optional=True)
     limits.check_id("task_id", task_id, optional=True)
-    if require is not None and not isinstance(require, Require):
-        raise InputError("require", "a graphmem.Require is required")
+    check_require(require)
     return {"text": text, "match": match, "lucene": query_lucene(scope, text, match, entity, mode),
             "types": types, "entity": entity, "task_id": task_id, "cutoff": cutoff,
             "known_at": known_at, "require": require, "limit": limit, "mode": mode,

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from graphmem import Entity, FactIn, InputError, Memory, Period, Scope, Source
+from graphmem import Entity, FactIn, InputError, Memory, Period, Require, Scope, Source
 from graphmem.models import Rank, SearchHit
 
 UTC = dt.UTC
@@ -258,3 +258,22 @@ def test_a_hand_made_hits_id_is_held_to_an_ids_bound_before_any_query(ready, mem
                           cutoff=FAR, known_at=FAR)
     assert info.value.where == "memories[0].memory_id" and len(str(info.value)) < 300
     assert mem.context_snapshots(scope) == []
+
+
+def test_an_evidence_requirement_of_no_kind_is_refused_not_read_as_nothing(ready):
+    """``Require(kinds=())`` asked for evidence of no kind: every read under it was
+    ``not_found`` (an active fact included), where the caller meant "any kind" - kinds left
+    out - or forgot to name one. Each read refuses it as its ``require`` argument."""
+    mem, scope = ready
+    mem.assert_fact(scope, fact())
+    assert mem.as_of(scope, entity="acme", attribute="revenue", cutoff=FAR,
+                     require=Require(kinds=("filing",))).status == "active"
+    none = Require(kinds=())
+    for read in (lambda: mem.as_of(scope, entity="acme", attribute="revenue", cutoff=FAR, require=none),
+                 lambda: mem.facts_as_of(scope, entity="acme", cutoff=FAR, require=none),
+                 lambda: mem.screen(scope, attribute="revenue", period=Q1, cutoff=FAR, require=none),
+                 lambda: mem.panel(scope, attribute="revenue", frames=["CY2024Q1"], cutoffs=[FAR], require=none),
+                 lambda: mem.search(scope, text="acme", require=none)):
+        with pytest.raises(InputError) as info:
+            read()
+        assert info.value.where == "require" and "kinds=()" in info.value.reason
