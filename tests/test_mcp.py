@@ -958,3 +958,15 @@ def test_an_argument_the_model_refuses_is_named_as_the_tools_argument(w):
         ("InputError", "entity"), ("InputError", "value"), ("InputError", "aliases[1]"),
         ("InputError", "publisher"), ("InputError", "evidence[0]"), ("InputError", "artifact_refs[0]")]
     assert "2,400 bytes in UTF-8; at most 2,048" in errors[0]["message"]
+
+
+@pytest.mark.parametrize("port", ["70000", "-1"])
+def test_a_port_that_is_no_port_is_a_usage_error_naming_port(tmp_path, port):
+    """`graphmem mcp --port 70000` failed deep in the HTTP server's settings ("AuthSettings:
+    issuer_url: Input should be a valid URL, invalid port number", exit 1), naming neither
+    the option nor the bound; `server start` already took 1 to 65535 only."""
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text('[[tokens]]\nname = "a"\ntoken = "a-secret-of-16-or-more-characters"\ntenant = "t"\n')
+    result = CliRunner().invoke(main, ["mcp", "--transport", "http", "--port", port, "--tokens", str(tokens)])
+    assert result.exit_code == 2 and "Invalid value for '--port'" in result.output, result.output
+    assert "AuthSettings" not in result.output
