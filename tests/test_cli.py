@@ -213,13 +213,17 @@ def test_an_ltm_screen_reaching_before_the_year_1_is_an_answer_not_an_overflow(m
     ({"namespace": ["memories.alice"]}, "namespace"),  # would be the namespace (memories, alice)
     ({"namespace": [f"l{i}" for i in range(17)]}, "namespace"),
     ({"namespace": ["memories"], "cutoff": "0001-01-01T00:00:00+01:00"}, "cutoff"),
-], ids=["an empty label", "a label with a period", "17 labels", "a cutoff before the year 1"])
+    ({"query": "pizza \ud800"}, "surrogate"),
+    ({"query": " ".join(f"w{i}" for i in range(300))}, "at most 256"),
+], ids=["an empty label", "a label with a period", "17 labels", "a cutoff before the year 1",
+        "a lone surrogate in the query", "300 words"])
 def test_a_query_sets_bad_namespace_or_time_is_refused_naming_its_line(migrated, tmp_path, field, said):
     """`eval retrieval --queries FILE` checks every line before any search: a namespace the
     LangGraph store refuses (an empty label, a period in a label, more than 16 labels) was
     searched as a scope no store writes - every query scored as missed, no error - and a
-    time whose UTC is before the year 1 failed in the search of its line, after the lines
-    before it had run, naming the argument but not the line."""
+    time whose UTC is before the year 1, or a query text the search refuses, failed in the
+    search of its line, after the lines before it had run, naming the argument but not the
+    line."""
     path = tmp_path / "q.jsonl"
     good = {"query": "pizza", "namespace": ["memories", "alice"], "tenant": "t"}
     path.write_text(json.dumps(good) + "\n" + json.dumps({**good, **field}) + "\n")

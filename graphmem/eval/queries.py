@@ -23,6 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .. import limits, search
 from ..errors import InputError
 from ..models import MEMORY_TYPES, Scope
 from ..values import aware_utc
@@ -56,6 +57,7 @@ def read(path: Path) -> list[dict[str, Any]]:
             raise InputError(where, f'"types" is a list of memory types ({", ".join(MEMORY_TYPES)})')
         try:
             q["_scope"] = _scope(q)
+            _query_text(q["query"], *q["_scope"])
             q["_times"] = {k: _time(k, q.get(k)) for k in ("cutoff", "known_at")}
         except (ValueError, TypeError) as exc:
             raise InputError(where, str(exc)) from exc
@@ -93,6 +95,16 @@ def _scope(q: dict[str, Any]) -> tuple[Scope, str | None]:
     if not isinstance(q.get("scope"), dict):
         raise ValueError('a "scope" object (tenant and its keys) or a "namespace" is required')
     return Scope(**q["scope"]), None
+
+
+def _query_text(text: str, scope: Scope, entity: str | None) -> None:
+    """A query's text as every rung's search takes it (its size, text UTF-8 can carry, its
+    searchable words), so that a bad one is named by its line before any search runs."""
+    try:
+        limits.check_text("query", text, limits.SEARCH_TEXT_BYTES)
+        search.lucene(scope, text, "any", entity)
+    except InputError as exc:
+        raise InputError("query", exc.reason) from exc
 
 
 def _time(name: str, value: Any) -> dt.datetime | None:
