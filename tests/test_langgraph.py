@@ -744,3 +744,21 @@ def test_index_fields_that_are_not_a_list_of_paths_are_refused_as_index(mem, fie
             store.put(("a",), "k", {"t": "deploy", "e": "lunch"}, index=put_index)
     assert info.value.where == "index"
     assert store.get(("a",), "k") is None
+
+
+def test_a_batch_that_fails_leaves_no_embedder_claim_on_its_namespaces(mem):
+    """The first put with an index makes its embedder the namespace's. That claim was its
+    own transaction, before the batch's: a batch refused as a whole (a put into an erased
+    namespace beside one into a fresh one) wrote no item, yet left the fresh namespace
+    claimed, so another embedder was refused there for a namespace that holds nothing."""
+    name = tenant()
+    plain = GraphmemStore(mem, tenant=name)
+    plain.put(("gone",), "k", {"t": "deploy"})
+    plain.erase(("gone",), reason="forgotten")
+    first = GraphmemStore(mem, tenant=name, index=INDEX)
+    with pytest.raises(InputError, match="erased"):
+        first.batch([PutOp(("fresh",), "k", {"t": "deploy"}), PutOp(("gone",), "k", {"t": "lunch"})])
+    assert first.get(("fresh",), "k") is None
+    other = GraphmemStore(mem, tenant=name, index={"dims": 16, "embed": ToyEmbedder(16)})
+    other.put(("fresh",), "k", {"t": "deploy"})  # the namespace holds nothing: its embedder is free
+    assert other.search(("fresh",), query="deploy")[0].key == "k"

@@ -508,7 +508,9 @@ class GraphmemStore(BaseStore):
                 raise InputError("ops", f"unknown operation {type(op).__name__}")
         results = [None if isinstance(op, PutOp) else self._read(op) for op in ops]
         if writes:
-            self._write(self._embedded(list(writes.values())))
+            claims = self._claims(list(writes.values()))
+            self._write(self._embedded(list(writes.values())), claims)
+            self._claimed.update(claims)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -687,14 +689,9 @@ class GraphmemStore(BaseStore):
     def _embedded(self, writes: list[tuple[Scope, str, str | None, list[str] | None]]
                   ) -> list[tuple[Scope, str, str | None, list[float] | None]]:
         """Each put's texts as one concatenated vector list, embedded before the write
-        transaction (a model call never holds the tenant's lock); each scope's embedder
-        checked against the one its vectors were made with (InputError on a mismatch)."""
+        transaction (a model call never holds the tenant's lock)."""
         if self._embedder is None:
             return [(scope, key, text, None) for scope, key, text, _ in writes]
-        for scope in {w[0].id: w[0] for w in writes if w[3] is not None}.values():
-            if scope.id not in self._claimed:
-                store.claim(self._mem, scope, self._embedder)
-                self._claimed.add(scope.id)
         flat = self._embedder.documents([t for w in writes for t in (w[3] or [])])
         out, i = [], 0
         for scope, key, text, texts in writes:
@@ -703,8 +700,21 @@ class GraphmemStore(BaseStore):
             i += n
         return out
 
-    def _write(self, writes: list[tuple[Scope, str, str | None, list[float] | None]]) -> None:
-        """All of a batch's puts and deletes in one write transaction.
+    def _claims(self, writes: list[tuple[Scope, str, str | None, list[str] | None]]
+                ) -> dict[str, tuple[Scope, list[float]]]:
+        """The scopes whose embedder this batch's vectors claim, each checked against the
+        one its vectors were made with (InputError on a mismatch), by scope id with the
+        embedder's probe vector. Reading only: the claims are written with the batch
+        (``_write``), so a batch refused as a whole leaves no namespace claimed."""
+        if self._embedder is None:
+            return {}
+        scopes = {w[0].id: w[0] for w in writes if w[3] is not None and w[0].id not in self._claimed}
+        return {sid: (scope, store.checked(self._mem, scope, self._embedder)) for sid, scope in scopes.items()}
+
+    def _write(self, writes: list[tuple[Scope, str, str | None, list[float] | None]],
+               claims: dict[str, tuple[Scope, list[float]]]) -> None:
+        """All of a batch's puts and deletes in one write transaction, with its embedder
+        claims.
 
         Source ids are chosen once per batch, outside the transaction: a retry after a
         commit whose acknowledgement was lost finds its first put's source and records
@@ -717,6 +727,9 @@ class GraphmemStore(BaseStore):
             if puts and tx.run("source.get_many", uids=[facts.source_uid(puts[0][0][0], puts[0][1])],
                                **facts.scope_params(puts[0][0][0])):
                 return  # this batch already committed
+            for scope, probe in claims.values():
+                assert self._embedder is not None
+                store.claim_in(tx, scope, self._embedder, probe, at)
             for (scope, key, text, vector), source_id in zip(writes, sources, strict=True):
                 if text is None:
                     self._delete(tx, scope, key, at)
