@@ -189,6 +189,8 @@ class Scope(_RaisesInputError, BaseModel, metaclass=_RaisesInputErrorMeta):
         if len(keys) > limits.SCOPE_KEYS:
             raise ValueError(f"{len(keys)} scope keys; at most {limits.SCOPE_KEYS}")
         for key, value in keys.items():
+            if not key:  # neither the command line nor a LangGraph store can name it back
+                raise ValueError("a scope key needs a name (a non-empty string)")
             if not isinstance(value, str) or not value:
                 raise ValueError(f"scope key {key!r} must be a non-empty string")
         problem = limits.utf8_problem(self.id, limits.SCOPE_BYTES)

@@ -277,3 +277,13 @@ def test_an_evidence_requirement_of_no_kind_is_refused_not_read_as_nothing(ready
         with pytest.raises(InputError) as info:
             read()
         assert info.value.where == "require" and "kinds=()" in info.value.reason
+
+
+def test_a_scope_key_without_a_name_is_refused_as_the_command_line_refuses_it(migrated):
+    """``Scope(tenant="t", **{"": "v"})`` was a scope of its own - written to, read from -
+    that the command line cannot name (``--scope =v`` is refused: expected KEY=VALUE) and
+    a LangGraph store cannot map to; a key's name is an identifier like its value."""
+    with pytest.raises(InputError) as info:
+        Scope(tenant="t", **{"": "v"})
+    assert info.value.where == "Scope" and "name" in info.value.reason
+    assert Scope(tenant="t", project="v").keys() == {"project": "v"}
