@@ -820,7 +820,7 @@ def demo(fixtures: Path | None, out: Path) -> None:
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="HTTP: the address to bind (loopback unless told otherwise).")
-@click.option("--port", type=int, default=8765, show_default=True, help="HTTP: the port.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="HTTP: the port.")
 @click.option("--tokens", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               envvar="GRAPHMEM_MCP_TOKENS",
               help="HTTP: the TOML file mapping each bearer token to one scope ($GRAPHMEM_MCP_TOKENS).")
@@ -868,7 +868,7 @@ def mcp(transport: str, host: str, port: int, tokens: Path | None, actor: str, r
 
 @main.command("ui")
 @click.option("--host", default="127.0.0.1", show_default=True, help="The address to bind (loopback by default).")
-@click.option("--port", type=int, default=8766, show_default=True,
+@click.option("--port", type=click.IntRange(1, 65535), default=8766, show_default=True,
               help="The port (the MCP server's HTTP default is 8765: both can run with defaults).")
 @click.option("--tokens", type=click.Path(exists=True, dir_okay=False, path_type=Path), envvar="GRAPHMEM_UI_TOKENS",
               help="TOML file mapping each bearer token to one scope (as for `graphmem mcp`); required off loopback.")

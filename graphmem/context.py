@@ -289,7 +289,7 @@ def check_memories(scope: Scope, memories: Any, at: tuple[dt.datetime, dt.dateti
         if at is not None and at != (q.cutoff, q.known_at):
             raise InputError("memories", f"a search read at cutoff {_time(q.cutoff)}, known_at "
                              f"{_time(q.known_at)}, not at the times given ({_time(at[0])}, {_time(at[1])})")
-        return Memories(list(memories.hits), q, q.cutoff, q.known_at, q.require)
+        return Memories(_ids_checked(list(memories.hits)), q, q.cutoff, q.known_at, q.require)
     if isinstance(memories, (str, bytes)) or not isinstance(memories, Sequence):
         raise InputError("memories", "a SearchResult or a list of SearchHit is required")
     limits.check_count("memories", len(memories), limits.CONTEXT_MEMORIES)
@@ -297,6 +297,7 @@ def check_memories(scope: Scope, memories: Any, at: tuple[dt.datetime, dt.dateti
     bad = [i for i, h in enumerate(hits) if not isinstance(h, SearchHit)]
     if bad:
         raise InputError(f"memories[{bad[0]}]", "a SearchHit is required (from Memory.search)")
+    _ids_checked(hits)
     answered = [(i, h.answer) for i, h in enumerate(hits) if h.answer is not None]
     if not answered:
         return Memories(hits, None, *(at or (None, None)), None)
@@ -311,6 +312,17 @@ def check_memories(scope: Scope, memories: Any, at: tuple[dt.datetime, dt.dateti
         raise InputError(f"memories[{first}]", f"read at cutoff {_time(a.cutoff)}, known_at "
                          f"{_time(a.known_at)}, not at the times given ({_time(at[0])}, {_time(at[1])})")
     return Memories(hits, None, a.cutoff, a.known_at, a.require)
+
+
+def _ids_checked(hits: list[SearchHit]) -> list[SearchHit]:
+    """Hits whose ids are ids (``limits.IDENTIFIER_BYTES``, text UTF-8 can carry): a hit may
+    be made or changed by hand (SearchHit is a returned model, not checked), and its ids are
+    query parameters and part of the snapshot."""
+    for i, h in enumerate(hits):
+        limits.check_id(f"memories[{i}].memory_id", h.memory_id)
+        for j, memory_id in enumerate(h.memory_ids):
+            limits.check_id(f"memories[{i}].memory_ids[{j}]", memory_id)
+    return hits
 
 
 def reread(tx: Tx, scope: Scope, given: Memories, cutoff: dt.datetime | None,

@@ -15,6 +15,7 @@ index or a context window.
 from __future__ import annotations
 
 import math
+import reprlib
 from collections.abc import Sized
 from decimal import Decimal
 from typing import Any
@@ -238,5 +239,15 @@ def check_int(where: str, value: Any, low: int, high: int, *, optional: bool = F
     if value is None and optional:
         return None
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise InputError(where, f"must be an integer from {low:,} to {high:,}, got {value!r}")
+        raise InputError(where, f"must be an integer from {low:,} to {high:,}, got {shown(value)}")
     return value
+
+
+def shown(value: Any) -> str:
+    """A refused value as an error message shows it: shortened (reprlib), and an integer
+    too long for Python's text (past 4,300 digits, whose repr() raises a ValueError of its
+    own) by its size."""
+    try:
+        return reprlib.repr(value)
+    except ValueError:
+        return f"an integer of {value.bit_length():,} bits"

@@ -92,9 +92,10 @@ def normalise_inputs(inputs: dict[str, str | Sequence[str]]) -> list[dict[str, A
     """``{role: id | [ids]}`` to ordered ``[{role, position, version_id}]`` rows."""
     if not inputs or not isinstance(inputs, dict):
         raise InputError("inputs", "a derivation needs at least one input ({role: id(s)})")
+    for role in inputs:  # before sorting them: roles of two types do not sort (a TypeError)
+        limits.check_id("inputs", role, limit=limits.NAME_BYTES)
     rows = []
     for role, ids in sorted(inputs.items()):
-        limits.check_id("inputs", role, limit=limits.NAME_BYTES)
         versions = [ids] if isinstance(ids, str) else list(ids)
         if not versions:  # a role without inputs: nothing to check, nothing to be public
             raise InputError(f"inputs[{role!r}]", "a role needs at least one version id")
@@ -514,9 +515,12 @@ def _label(node: str, data: dict[str, Any]) -> str:
 def params_json(params: dict[str, Any]) -> str:
     """A derivation's parameters as canonical JSON, at most ``limits.TEXT_BYTES``: a value
     JSON has no type for (a Decimal, a date) as its text; NaN or an infinity refused (no
-    JSON holds them: stored, they would make the record unreadable as JSON)."""
+    JSON holds them: stored, they would make the record unreadable as JSON), and so is
+    nesting deeper than the encoder recurses (a RecursionError that named nothing)."""
     try:
         text = json.dumps(params, sort_keys=True, default=str, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise InputError("params", f"must be JSON-serialisable: {exc}") from exc
+    except RecursionError:
+        raise InputError("params", "nested too deep to write as JSON") from None
     return limits.check_text("params", text) or text

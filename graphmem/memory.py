@@ -48,8 +48,10 @@ from .models import (
     TraceResult,
     Versions,
     WriteReport,
+    check_require,
     check_scope,
 )
+from .retrieval import rank
 from .retrieval.vectors import VectorCache
 from .values import NOW, Now, digest
 
@@ -153,6 +155,14 @@ def _line_item(attribute: Any, **unsupported: Any) -> bool:
 def entity_argument(entity: Any) -> Entity:
     """``put_entity``'s entity, checked to be one (by ``Memory`` and an offline build)."""
     return _instance("entity", entity, Entity)
+
+
+def _flag(name: str, value: Any) -> bool:
+    """A True/False option: any other value (``"no"``, 0, None) is refused, since Python
+    would take a non-empty text for True and do the opposite of what was asked."""
+    if not isinstance(value, bool):
+        raise InputError(name, f"True or False is required, got {limits.shown(value)}")
+    return value
 
 
 def _revision(value: Any) -> int | None:
@@ -381,6 +391,7 @@ class Memory:
         in the write's own transaction (two callers recording one id at once: one writes)."""
         scope = self.scope(scope)
         entity_argument(entity)
+        _flag("replace", replace)
         return self.write(scope, "put_entity",
                           lambda tx, at: facts.put_entity(tx, scope, entity, at, replace=replace))
 
@@ -600,7 +611,7 @@ class Memory:
         limits.check_text("unit", unit, limits.IDENTIFIER_BYTES, optional=True)
         limits.check_text("definition", definition, limits.IDENTIFIER_BYTES, optional=True)
         _instance("period", period, Period, optional=True)
-        _instance("require", require, Require, optional=True)
+        check_require(require)
         cutoff = self._cutoff(cutoff)
         known_at = _aware("known_at", known_at) or self._now()
         selector = {
@@ -645,7 +656,7 @@ class Memory:
         for name, day in (("valid_from", valid_from), ("valid_to", valid_to)):
             if day is not None and (not isinstance(day, dt.date) or isinstance(day, dt.datetime)):
                 raise InputError(name, f"a date is required, got {type(day).__name__}")
-        _instance("require", require, Require, optional=True)
+        check_require(require)
         cutoff = self._cutoff(cutoff)
         known_at = _aware("known_at", known_at) or self._now()
         if valid_from is not None and valid_to is not None and valid_from > valid_to:
@@ -785,6 +796,7 @@ class Memory:
         is none to write about (put_entity refuses to bring it back)."""
         scope = self.scope(scope)
         limits.check_id("entity_id", entity_id)
+        _flag("erased", erased)
         row = self._db.read_one("entity.get", uid=facts.entity_uid(scope, entity_id),
                                 **facts.scope_params(scope))
         if row is None or (row["erased"] and not erased):
@@ -943,7 +955,7 @@ class Memory:
         scope = self.scope(scope)
         limits.check_id("version_id", version_id)
         if direction not in ("upstream", "downstream"):  # before server_now, a query
-            raise InputError("direction", f"must be 'upstream' or 'downstream', got {direction!r}")
+            raise InputError("direction", f"must be 'upstream' or 'downstream', got {limits.shown(direction)}")
         limits.check_int("max_depth", max_depth, 0, limits.DEPTH, optional=True)
         known_at = _aware("known_at", known_at) or self.recorded_through(scope)
         return self._db.read(
@@ -1067,6 +1079,7 @@ class Memory:
         after the embedded ones of their authority tier (``"last"``).
         """
         scope = self.scope(scope)
+        rank.check_unembedded(unembedded)
         emb = retrieval.as_embedder(embedder) or self._embedder
         q = searching.make_query(
             scope, text=text, match=match, types=types, entity=entity, task_id=task_id,
@@ -1083,6 +1096,7 @@ class Memory:
         else the memory's); ``switch`` re-embeds a scope made with another one. Resumable:
         see graphmem/retrieval/store.py."""
         scope = self.scope(scope)
+        _flag("switch", switch)
         emb = retrieval.as_embedder(embedder) or self._embedder
         if emb is None:
             raise InputError("embedder", "no embedder: pass embedder= here or to Memory")

@@ -189,6 +189,8 @@ class Scope(_RaisesInputError, BaseModel, metaclass=_RaisesInputErrorMeta):
         if len(keys) > limits.SCOPE_KEYS:
             raise ValueError(f"{len(keys)} scope keys; at most {limits.SCOPE_KEYS}")
         for key, value in keys.items():
+            if not key:  # neither the command line nor a LangGraph store can name it back
+                raise ValueError("a scope key needs a name (a non-empty string)")
             if not isinstance(value, str) or not value:
                 raise ValueError(f"scope key {key!r} must be a non-empty string")
         problem = limits.utf8_problem(self.id, limits.SCOPE_BYTES)
@@ -247,8 +249,9 @@ class Period(_In):
             if sep:
                 return cls(start=dt.date.fromisoformat(start), end=dt.date.fromisoformat(end))
             return cls(end=dt.date.fromisoformat(text))
-        except ValueError as exc:
-            raise InputError(name, f"expected DATE or DATE..DATE: {exc}") from exc
+        except ValueError as exc:  # Python's reason quotes the text: shortened with it
+            why = str(exc) if len(text) <= 64 else f"got {limits.shown(text)}"
+            raise InputError(name, f"expected DATE or DATE..DATE: {why}") from exc
 
     @property
     def days(self) -> int | None:
@@ -317,6 +320,20 @@ class Require(_In):
 
     min_authority: Authority | None = None
     kinds: Identifiers | None = None
+
+
+def check_require(require: Any) -> Require | None:
+    """A read's ``require`` argument: None or a Require that admits some evidence. A
+    Require of no kinds (``kinds=()``) admits none, so every read under it would be
+    not_found - never what was meant (kinds left out accept any)."""
+    if require is None:
+        return None
+    if not isinstance(require, Require):
+        raise InputError("require", f"a graphmem.Require is required, got {type(require).__name__}")
+    if require.kinds is not None and not require.kinds:
+        raise InputError("require", "kinds=() admits no evidence: name at least one source kind, "
+                                    "or leave kinds out to accept any")
+    return require
 
 
 class Evidence(_Model):

@@ -71,7 +71,7 @@ from typing import Any, Literal
 from . import collector, facts, limits
 from .db import Tx
 from .errors import InputError
-from .models import Answer, Explain, Period, Require, Scope, Screen
+from .models import Answer, Explain, Period, Require, Scope, Screen, check_require
 from .values import epoch, from_micros
 
 YEARS = range(1000, 9999)
@@ -118,7 +118,7 @@ class Selection:
             raise InputError("frame", f"a string such as 'CY2024Q3' is required, got {type(text).__name__}")
         match = _FRAME.fullmatch(text.strip())
         if match is None:
-            raise InputError("frame", f"{text!r} is not a calendar frame: expected CY#### (a year), "
+            raise InputError("frame", f"{limits.shown(text)} is not a calendar frame: expected CY#### (a year), "
                                       "CY####Q# (a quarter) or CY####Q#I (the instant ending a quarter), "
                                       "for example CY2024Q3")
         year, q, instant = int(match[1]), match[2], bool(match[3])
@@ -274,10 +274,9 @@ def make_query(*, attribute: Any, selection: Selection | None, cutoff: dt.dateti
     datetimes; ``selection`` None is a derived metric's "each entity's latest")."""
     if cutoff is None:
         raise InputError("cutoff", "a screen needs a cutoff: only what was public by then counts")
-    if require is not None and not isinstance(require, Require):
-        raise InputError("require", "a graphmem.Require is required")
+    check_require(require)
     if sort not in SORTS:
-        raise InputError("sort", f"must be one of {', '.join(SORTS)}; got {sort!r}")
+        raise InputError("sort", f"must be one of {', '.join(SORTS)}; got {limits.shown(sort)}")
     return Query(attribute=_text("attribute", attribute), selection=selection, cutoff=cutoff,
                  known_at=known_at, entities=entity_list(entities),
                  unit=None if unit is None else _text("unit", unit, empty=True),

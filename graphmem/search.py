@@ -78,6 +78,7 @@ import bisect
 import datetime as dt
 import functools
 import re
+import reprlib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -101,6 +102,7 @@ from .models import (
     SearchResult,
     TaskState,
     authority_of,
+    check_require,
 )
 from .values import epoch, from_micros
 
@@ -187,7 +189,7 @@ def make_query(scope: Scope, *, text: str | None, match: str, types: Any, entity
     """Check a search's arguments before any query; the fields of its SearchQuery."""
     limits.check_text("text", text, limits.SEARCH_TEXT_BYTES, optional=True)
     if mode not in MODES:
-        raise InputError("mode", f"must be one of {', '.join(MODES)}; got {mode!r}")
+        raise InputError("mode", f"must be one of {', '.join(MODES)}; got {limits.shown(mode)}")
     if mode != "text" and (text is None or embedder is None):
         raise InputError("mode", f"{mode} search needs a text and an embedder "
                                  "(Memory(embedder=...) or search(embedder=...))")
@@ -199,12 +201,14 @@ def make_query(scope: Scope, *, text: str | None, match: str, types: Any, entity
                                                       else types))
     unknown = [t for t in types if t not in MEMORY_TYPES]
     if unknown or not types:
-        raise InputError("types", f"must be some of {', '.join(MEMORY_TYPES)}; got {unknown}")
+        raise InputError("types", f"must be some of {', '.join(MEMORY_TYPES)}; got {reprlib.repr(unknown)}")
+    # each once: a choice among three, however long the list it came in (it is sent to the
+    # server and recorded with a context's snapshot)
+    types = tuple(dict.fromkeys(types))
     limits.check_int("limit", limit, 1, limits.SEARCH_LIMIT)
     limits.check_id("entity", entity, optional=True)
     limits.check_id("task_id", task_id, optional=True)
-    if require is not None and not isinstance(require, Require):
-        raise InputError("require", "a graphmem.Require is required")
+    check_require(require)
     return {"text": text, "match": match, "lucene": query_lucene(scope, text, match, entity, mode),
             "types": types, "entity": entity, "task_id": task_id, "cutoff": cutoff,
             "known_at": known_at, "require": require, "limit": limit, "mode": mode,

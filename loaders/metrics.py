@@ -68,6 +68,11 @@ def _days(start: dt.date, end: dt.date) -> int:
     return (end - start).days + 1
 
 
+def _day_before(day: dt.date) -> dt.date | None:
+    """The day before ``day``; None before the year 1, where no period can end."""
+    return None if day == dt.date.min else day - dt.timedelta(days=1)
+
+
 def windows(mem: Memory, scope: Scope, *, entity: str, concept: str, cutoff: dt.datetime,
             unit: str = "USD") -> list[Window]:
     """Every LTM window that can be built from what was public by the cutoff, latest first
@@ -97,6 +102,8 @@ def _annual(by_end, end):
 
 
 def _quarter_ending(by_end, end):
+    if end is None:
+        return None
     return next(((s, v) for s, v in by_end.get(end, []) if _days(s, end) in QUARTER), None)
 
 
@@ -107,7 +114,7 @@ def _quarters(by_end, end):
         if q is None:
             return None
         chosen.append(q)
-        cursor = q[0] - dt.timedelta(days=1)
+        cursor = _day_before(q[0])
     chosen.reverse()
     return Window(end, chosen[0][0], {f"q{i}": v for i, (_, v) in enumerate(chosen, 1)},
                   "four_quarters")
@@ -117,8 +124,9 @@ def _ytd(by_end, end):
     for start, ytd in by_end[end]:
         if _days(start, end) not in YTD:
             continue
-        prior_year = next(((s, v) for s, v in by_end.get(start - dt.timedelta(days=1), [])
-                           if _days(s, start - dt.timedelta(days=1)) in YEAR), None)
+        before = _day_before(start)
+        prior_year = next(((s, v) for s, v in by_end.get(before, [])
+                           if _days(s, before) in YEAR), None)
         if prior_year is None:
             continue
         for prior_end in by_end:
@@ -187,7 +195,7 @@ def screen_ltm(mem: Memory, scope: Scope, *, concept: str, cutoff: dt.datetime, 
     q = screening.make_query(attribute=concept, selection=end, cutoff=cutoff, known_at=known_at,
                              entities=entities, unit=unit, definition="ltm", require=None,
                              sort=sort)  # checks the arguments before any query
-    span = ((end.end_from - INPUTS_BEFORE, end.end_to) if end else (cutoff.date() - LOOKBACK, None))
+    span = ((end.end_from - INPUTS_BEFORE, end.end_to) if end else (_lookback(cutoff), None))
     known = q.known_at or mem.recorded_through(scope)  # every read of the screen at one known_at
     answers = mem.facts_as_of(scope, attribute=concept, valid_from=span[0], valid_to=span[1],
                               cutoff=cutoff, known_at=known)
@@ -207,6 +215,13 @@ def screen_ltm(mem: Memory, scope: Scope, *, concept: str, cutoff: dt.datetime, 
                   cutoff=cutoff, known_at=known, universe="entities" if entities is not None else "attribute",
                   sort=sort, answers=tuple(screening.ordered(rows, sort)), unknown=tuple(sorted(unknown)),
                   inputs=inputs)
+
+
+def _lookback(cutoff: dt.datetime) -> dt.date:
+    """The first period end a screen without a frame reads: LOOKBACK before the cutoff,
+    or the first day there is (a cutoff in the years 1 and 2 reaches before it)."""
+    day = cutoff.date()
+    return day - LOOKBACK if day - dt.date.min >= LOOKBACK else dt.date.min
 
 
 def _ltm_end(frame: str | None) -> screening.Selection | None:

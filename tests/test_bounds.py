@@ -266,7 +266,46 @@ CALL_BOUNDS = {  # a call with one argument past its bound -> the argument it na
     "lineage direction int": (lambda m: m.lineage(S, "fv_x", direction=5), "direction"),
     "derive params NaN": (lambda m: derive(m, params={"p": float("nan")}), "params"),  # no JSON holds it
     "search types int": (lambda m: m.search(S, text="x", types=5), "types"),
+    # a RecursionError from json.dumps; a TypeError from sorting roles of two types
+    "derive params nested": (lambda m: derive(m, params={"p": _nested(10_000)}), "params"),
+    "derive input roles of two types": (lambda m: derive(m, inputs={"x": "fv_x", 1: "fv_y"}), "inputs"),
+    # a flag given as text was taken for True: replace="no" overwrote the entity
+    "put_entity replace text": (lambda m: m.put_entity(S, Entity(id="e"), replace="no"), "replace"),
+    "entity erased text": (lambda m: m.entity(S, "e", erased="no"), "erased"),
+    "embed switch text": (lambda m: m.embed(S, embedder=lambda texts: [[1.0] for _ in texts], switch="no"),
+                          "switch"),
+    # checked only by a search by meaning: a text search ran with it
+    "search unembedded": (lambda m: m.search(S, text="x", unembedded="sometimes"), "unembedded"),
+    "search types unknown": (lambda m: m.search(S, text="x", types=["facts"] * 100_000), "types"),  # 900 kB
+    # a long text refused was echoed whole (a megabyte of error message)
+    "lineage direction long": (lambda m: m.lineage(S, "fv_x", direction="x" * 1_000_000), "direction"),
+    "search mode long": (lambda m: m.search(S, text="x", mode="x" * 1_000_000), "mode"),
+    "search unembedded long": (lambda m: m.search(S, text="x", unembedded="x" * 1_000_000), "unembedded"),
+    "screen sort long": (lambda m: m.screen(S, attribute="a", frame="CY2024", cutoff=AT, sort="x" * 1_000_000),
+                         "sort"),
+    "screen frame long": (lambda m: m.screen(S, attribute="a", frame="x" * 1_000_000, cutoff=AT), "frame"),
+    "panel latest long": (lambda m: m.panel(S, attribute="a", latest="x" * 1_000_000, cutoffs=[AT]), "latest"),
+    "period text long": (lambda m: Period.parse("x" * 1_000_000), "period"),
+    "put_entity replace 5,000 digits": (lambda m: m.put_entity(S, Entity(id="e"), replace=10**5000), "replace"),
+    # an int too long for Python's text: its repr() in the refusal raised a ValueError
+    "search limit 5,000 digits": (lambda m: m.search(S, text="x", limit=10**5000), "limit"),
+    "impact depth 5,000 digits": (lambda m: m.impact(S, source_id="s", max_depth=-10**5000), "max_depth"),
+    "context budget 5,000 digits": (lambda m: m.build_context(S, task_id="T", memories=[],
+                                                              token_budget=10**5000), "token_budget"),
+    "snapshots offset 5,000 digits": (lambda m: m.context_snapshots(S, offset=10**5000), "offset"),
+    "assert_fact revision 5,000 digits": (lambda m: m.assert_fact(S, fact(), expected_revision=10**5000),
+                                          "expected_revision"),
 }
+
+
+def _nested(depth: int) -> list[Any]:
+    """A list nested ``depth`` deep (two bytes of JSON text a level)."""
+    outer: list[Any] = []
+    inner = outer
+    for _ in range(depth):
+        inner.append([])
+        inner = inner[0]
+    return outer
 
 
 @pytest.mark.parametrize("case", list(CALL_BOUNDS))
@@ -281,8 +320,9 @@ def test_a_call_argument_past_its_bound_is_refused_before_any_query(dead, case):
 def test_a_chunk_size_past_its_bound_is_refused():
     driver = neo4j.GraphDatabase.driver("bolt://127.0.0.1:9")
     try:
-        with pytest.raises(InputError, match="chunk_size"):
-            Memory(driver, chunk_size=limits.CHUNK_SIZE + 1)
+        for size in (limits.CHUNK_SIZE + 1, 10**5000):  # the second's repr() raised a ValueError
+            with pytest.raises(InputError, match="chunk_size"):
+                Memory(driver, chunk_size=size)
     finally:
         driver.close()
 

@@ -5,6 +5,7 @@ what stored data holds is shown escaped, never written raw to the terminal."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import socket
 from pathlib import Path
 
@@ -185,3 +186,59 @@ def test_the_web_panel_page_refuses_a_bad_range_as_input(mem, scope):
                           ("2024-01-01..9999-12-31:yearly", "cutoffs: 7976 cutoffs")):
         page = client.get("/panel", params={"attribute": "us-gaap:Assets", "frames": "CY2024Q4I", "cutoffs": cutoffs})
         assert page.status_code == 400 and said in page.text, page.text
+
+
+def test_an_ltm_screen_reaching_before_the_year_1_is_an_answer_not_an_overflow(migrated, mem, scope):
+    """`screen --ltm` looks two years back from its cutoff, and an LTM window a day before
+    its first quarter: from a cutoff in the years 1 and 2, or a quarter starting on
+    0001-01-01, that was a date before the year 1 - "unexpected OverflowError" - where
+    nothing earlier can exist and the answer is that no window can be built."""
+    from graphmem.loaders import metrics
+
+    mem.put_entity(scope, Entity(id="acme"))
+    mem.record_source(scope, Source(id="s", kind="filing", authority="primary",
+                                    available_by=dt.datetime(1, 6, 1, tzinfo=UTC)))
+    mem.assert_fact(scope, FactIn(entity="acme", attribute="rev", value=5, unit="USD", sources=("s",),
+                                  period=Period(start=dt.date(1, 1, 1), end=dt.date(1, 3, 31))))
+    for cutoff in ("0001-01-01", "0002-12-31"):
+        done = run_cli("screen", "--tenant", scope.tenant, "--attribute", "rev", "--ltm", "--cutoff", cutoff,
+                       environ=env(migrated))
+        assert done.returncode == 4 and done.stderr == "", done.stderr  # no entity has a window
+    with pytest.raises(InputError, match="no LTM window"):
+        metrics.ltm(mem, scope, entity="acme", concept="rev", cutoff=dt.datetime(2, 1, 1, tzinfo=UTC))
+
+
+@pytest.mark.parametrize(("field", "said"), [
+    ({"namespace": ["memories", ""]}, "namespace"),
+    ({"namespace": ["memories.alice"]}, "namespace"),  # would be the namespace (memories, alice)
+    ({"namespace": [f"l{i}" for i in range(17)]}, "namespace"),
+    ({"namespace": ["memories"], "cutoff": "0001-01-01T00:00:00+01:00"}, "cutoff"),
+    ({"query": "pizza \ud800"}, "surrogate"),
+    ({"query": " ".join(f"w{i}" for i in range(300))}, "at most 256"),
+], ids=["an empty label", "a label with a period", "17 labels", "a cutoff before the year 1",
+        "a lone surrogate in the query", "300 words"])
+def test_a_query_sets_bad_namespace_or_time_is_refused_naming_its_line(migrated, tmp_path, field, said):
+    """`eval retrieval --queries FILE` checks every line before any search: a namespace the
+    LangGraph store refuses (an empty label, a period in a label, more than 16 labels) was
+    searched as a scope no store writes - every query scored as missed, no error - and a
+    time whose UTC is before the year 1, or a query text the search refuses, failed in the
+    search of its line, after the lines before it had run, naming the argument but not the
+    line."""
+    path = tmp_path / "q.jsonl"
+    good = {"query": "pizza", "namespace": ["memories", "alice"], "tenant": "t"}
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, **field}) + "\n")
+    done = run_cli("eval", "retrieval", "--queries", str(path), environ=env(migrated))
+    err = done.stderr
+    assert done.returncode in (1, 2) and err.startswith(f"graphmem: error: {path}:2: "), err
+    assert said in err
+
+
+@pytest.mark.parametrize("dims", ["0", "5000", "9" * 5000])
+def test_a_toy_embedders_dimension_out_of_range_is_refused_as_the_embedder_option(migrated, dims):
+    """`--embedder toy:0` was refused as `dims`, a name the command line does not have, and
+    `toy:` with 5,000 digits failed in int() past Python's 4,300 digits of text
+    ("unexpected ValueError"): each is the --embedder option's bad value."""
+    err = one_line_error(run_cli("embed", "--tenant", "t", "--embedder", f"toy:{dims}", environ=env(migrated)),
+                         code=2)
+    assert err.startswith("graphmem: error: --embedder: toy:") and err.endswith(
+        ": the dimension must be an integer from 1 to 4,096\n") and len(err) < 300, err

@@ -8,7 +8,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from graphmem import Entity, FactIn, InputError, Memory, Period, Scope, Source
+from graphmem import Entity, FactIn, InputError, Memory, Period, Require, Scope, Source
+from graphmem.models import Rank, SearchHit
 
 UTC = dt.UTC
 Q1 = Period(start=dt.date(2024, 1, 1), end=dt.date(2024, 3, 31))
@@ -215,3 +216,74 @@ def test_a_bad_row_in_a_later_chunk_is_named_by_its_row_in_the_batch(small_chunk
     with pytest.raises(InputError) as info:
         mem.assert_facts(scope, _five_rows_bad_fourth())
     assert info.value.where == "facts[3].sources", str(info.value)
+
+
+def test_a_flag_given_as_text_is_refused_not_taken_for_true(ready):
+    """``replace="no"`` was truthy: the entity recorded first was overwritten by the very
+    call that asked to leave it as it was."""
+    mem, scope = ready
+    mem.put_entity(scope, Entity(id="acme", name="Acme Corp"))
+    with pytest.raises(InputError) as info:
+        mem.put_entity(scope, Entity(id="acme", name="Someone else"), replace="no")
+    assert info.value.where == "replace"
+    assert mem.entity(scope, "acme").name == "Acme Corp"
+
+
+def test_a_search_names_each_memory_type_once_in_what_a_context_records(ready):
+    """``types`` was kept as given, so ``["fact"] * 100_000`` (a list with no bound) was sent
+    to the server and written into the context snapshot's query, 800 kB of one word; the
+    types are a choice among three, named once each."""
+    mem, scope = ready
+    mem.assert_fact(scope, fact())
+    found = mem.search(scope, text="acme", types=["fact"] * 100_000 + ["task_state", "fact"])
+    assert found.query.types == ("fact", "task_state") and found.status == "found"
+    context = mem.build_context(scope, task_id="T", memories=found, token_budget=1000)
+    assert mem.context_snapshot(scope, context.snapshot_id).query.types == ("fact", "task_state")
+
+
+def _hit(memory_id: str) -> SearchHit:
+    return SearchHit(type="experience", memory_id=memory_id, memory_ids=(memory_id,), status="active",
+                     rank=Rank(position=1, authority=None, text_score=0.0, text_norm=0.0, recency_days=0.0,
+                               why="made by hand"))
+
+
+@pytest.mark.parametrize("memory_id", ["exp_\ud800", "exp_" + "x" * 3000], ids=["lone surrogate", "3,004 bytes"])
+def test_a_hand_made_hits_id_is_held_to_an_ids_bound_before_any_query(ready, memory_id):
+    """A hit's memory id is an id passed back (2,048 bytes, text UTF-8 can carry): one with
+    a lone surrogate failed in the driver as a UnicodeEncodeError, one of any length was
+    sent to the server and echoed whole in the refusal."""
+    mem, scope = ready
+    with pytest.raises(InputError) as info:
+        mem.build_context(scope, task_id="T", memories=[_hit(memory_id)], token_budget=100,
+                          cutoff=FAR, known_at=FAR)
+    assert info.value.where == "memories[0].memory_id" and len(str(info.value)) < 300
+    assert mem.context_snapshots(scope) == []
+
+
+def test_an_evidence_requirement_of_no_kind_is_refused_not_read_as_nothing(ready):
+    """``Require(kinds=())`` asked for evidence of no kind: every read under it was
+    ``not_found`` (an active fact included), where the caller meant "any kind" - kinds left
+    out - or forgot to name one. Each read refuses it as its ``require`` argument."""
+    mem, scope = ready
+    mem.assert_fact(scope, fact())
+    assert mem.as_of(scope, entity="acme", attribute="revenue", cutoff=FAR,
+                     require=Require(kinds=("filing",))).status == "active"
+    none = Require(kinds=())
+    for read in (lambda: mem.as_of(scope, entity="acme", attribute="revenue", cutoff=FAR, require=none),
+                 lambda: mem.facts_as_of(scope, entity="acme", cutoff=FAR, require=none),
+                 lambda: mem.screen(scope, attribute="revenue", period=Q1, cutoff=FAR, require=none),
+                 lambda: mem.panel(scope, attribute="revenue", frames=["CY2024Q1"], cutoffs=[FAR], require=none),
+                 lambda: mem.search(scope, text="acme", require=none)):
+        with pytest.raises(InputError) as info:
+            read()
+        assert info.value.where == "require" and "kinds=()" in info.value.reason
+
+
+def test_a_scope_key_without_a_name_is_refused_as_the_command_line_refuses_it(migrated):
+    """``Scope(tenant="t", **{"": "v"})`` was a scope of its own - written to, read from -
+    that the command line cannot name (``--scope =v`` is refused: expected KEY=VALUE) and
+    a LangGraph store cannot map to; a key's name is an identifier like its value."""
+    with pytest.raises(InputError) as info:
+        Scope(tenant="t", **{"": "v"})
+    assert info.value.where == "Scope" and "name" in info.value.reason
+    assert Scope(tenant="t", project="v").keys() == {"project": "v"}

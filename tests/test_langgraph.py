@@ -667,3 +667,98 @@ def test_a_re_put_is_found_by_its_new_text_only(mem):
     store.put(("a",), "k", {"t": "rollback"})
     store.put(("a",), "k", {"t": "rollback"}, index=False)
     assert [i.score for i in store.search(("a",), query="rollback")] == [None]
+
+
+def test_an_integer_json_cannot_write_back_is_refused_by_its_place_and_nothing_is_written(store):
+    """Python writes at most 4,300 digits of an integer as text (and reads no more back):
+    a value holding a longer one failed inside ``json.dumps`` as a bare ValueError that
+    named neither the argument nor the field, telling the caller to raise an interpreter
+    limit."""
+    with pytest.raises(InputError) as info:
+        store.batch([PutOp(("ok",), "first", {"v": 1}), PutOp(("a",), "k", {"x": [10**4300]})])
+    assert info.value.where == "value['x'][0]" and "4,300 digits" in info.value.reason
+    assert store.get(("ok",), "first") is None
+    at_bound = {"x": [-(10**4300 - 1)]}  # 4,300 nines: written and read back exactly
+    store.put(("a",), "k", at_bound)
+    assert store.get(("a",), "k").value == at_bound
+
+
+@pytest.mark.parametrize("options, where", [
+    ({"labels": "user"}, "labels"),  # was taken letter by letter: u, s, e, r
+    ({"labels": ("user", 5)}, "labels[1]"),
+    ({"labels": ("",)}, "labels[0]"),
+    ({"labels": tuple(f"l{i}" for i in range(17))}, "labels"),
+    ({"scope": {"app": ""}}, "scope"),  # was named as the tenant
+    ({"scope": {1: "x"}}, "scope"),  # was a TypeError: keywords must be strings
+    ({"scope": "app=x"}, "scope"),
+])
+def test_the_stores_own_options_are_refused_by_name_when_it_is_made(mem, options, where):
+    """A store's ``labels`` and ``scope`` are checked when it is made, each error naming
+    the option: a string of labels was taken letter by letter (every namespace then
+    refused for having fewer labels than 'u, s, e, r'), an empty or non-string label
+    made a scope key no namespace can fill, and a bad scope was reported as the tenant."""
+    with pytest.raises(InputError) as info:
+        GraphmemStore(mem, tenant=tenant(), **options)
+    assert info.value.where == where, str(info.value)
+
+
+@pytest.mark.parametrize("max_depth", ["1", 0, -1, 1.5, True])
+def test_a_list_namespaces_depth_that_is_no_depth_is_refused_by_name(store, max_depth):
+    """``max_depth`` cuts each namespace to its first labels: "1" failed as a TypeError
+    after the read, 0 answered the empty namespace () (none exists) and -1 each namespace
+    without its last label - namespaces that hold nothing - instead of refusing them."""
+    store.put(("a", "b"), "k", {"v": 1})
+    with pytest.raises(InputError) as info:
+        store.list_namespaces(max_depth=max_depth)
+    assert info.value.where == "max_depth"
+    assert store.list_namespaces(max_depth=1) == [("a",)]
+    assert store.list_namespaces(max_depth=99) == [("a", "b")]
+
+
+def test_a_query_that_is_not_text_utf8_can_carry_is_refused_as_query_before_any_read(store):
+    """A lone surrogate (a JSON ``\\ud800`` escape) in a query was passed to graphmem's
+    search: an empty store answered [] and a store with an item refused it as ``text``,
+    an argument the store does not have, after reading its namespaces."""
+    for _ in range(2):
+        with pytest.raises(InputError) as info:
+            store.search(("a",), query="pizza \ud800")
+        assert info.value.where == "query" and "surrogate" in info.value.reason
+        store.put(("a",), "k", {"v": "pizza"})
+
+
+@pytest.mark.parametrize("fields, put_index", [
+    ([5], None), ("t", None), (["t"], [5]), (["t"], "t"), (["t"], True)],
+    ids=["a field that is a number", "fields as a string", "a put's field that is a number",
+         "a put's fields as a string", "a put's index True"])
+def test_index_fields_that_are_not_a_list_of_paths_are_refused_as_index(mem, fields, put_index):
+    """The fields to embed are a list of paths: a number failed inside LangGraph's path
+    parser as a TypeError ("object of type 'int' has no len()") at every put, and a string
+    was taken letter by letter ("text": the fields t, e, x, t), embedding other fields
+    than named without a word. Both are refused, naming the index, before anything is
+    written."""
+    store = GraphmemStore(mem, tenant=tenant(), index={"dims": 16, "embed": ToyEmbedder(16), "fields": ["t"]})
+    with pytest.raises(InputError) as info:
+        if put_index is None:
+            GraphmemStore(mem, tenant=tenant(), index={"dims": 16, "embed": ToyEmbedder(16), "fields": fields})
+        else:
+            store.put(("a",), "k", {"t": "deploy", "e": "lunch"}, index=put_index)
+    assert info.value.where == "index"
+    assert store.get(("a",), "k") is None
+
+
+def test_a_batch_that_fails_leaves_no_embedder_claim_on_its_namespaces(mem):
+    """The first put with an index makes its embedder the namespace's. That claim was its
+    own transaction, before the batch's: a batch refused as a whole (a put into an erased
+    namespace beside one into a fresh one) wrote no item, yet left the fresh namespace
+    claimed, so another embedder was refused there for a namespace that holds nothing."""
+    name = tenant()
+    plain = GraphmemStore(mem, tenant=name)
+    plain.put(("gone",), "k", {"t": "deploy"})
+    plain.erase(("gone",), reason="forgotten")
+    first = GraphmemStore(mem, tenant=name, index=INDEX)
+    with pytest.raises(InputError, match="erased"):
+        first.batch([PutOp(("fresh",), "k", {"t": "deploy"}), PutOp(("gone",), "k", {"t": "lunch"})])
+    assert first.get(("fresh",), "k") is None
+    other = GraphmemStore(mem, tenant=name, index={"dims": 16, "embed": ToyEmbedder(16)})
+    other.put(("fresh",), "k", {"t": "deploy"})  # the namespace holds nothing: its embedder is free
+    assert other.search(("fresh",), query="deploy")[0].key == "k"

@@ -907,3 +907,66 @@ def test_mcp_record_entity_called_by_two_agents_at_once_records_one(mem: Memory,
     [winner] = [o["entity"]["name"] for o in outs if o["recorded"]]
     assert mem.entity(scope, "acme").name == winner  # the one told "recorded" stands
     assert [o["entity"]["name"] for o in outs] == [winner, winner]  # and both are shown it
+
+
+def test_a_value_too_long_for_python_text_is_an_input_error_naming_value_and_nothing_is_written(w):
+    """A JSON integer of 5,000 digits went through ``str()``, past Python's 4,300 digits of
+    text: a ValueError that the SDK reported as a crash of the tool (its message not
+    naming the argument), and again while the error message was built for another type."""
+    big = 10**5000
+    errors = [ok_error(call(server_for(w), "remember_fact", entity="acme", attribute="big",
+                            value=big, period_end="2024-03-31", sources=["10k"], **kind))
+              for kind in ({}, {"value_type": "date"}, {"value_type": "boolean"}, {"value_type": "text"})]
+    assert [e["type"] for e in errors] == ["InputError"] * 4
+    assert [e["where"] for e in errors] == ["value"] * 4
+    assert "magnitude 10^5,000" in errors[0]["reason"]
+    assert w.mem.history(w.scope, entity="acme", attribute="big") == []
+
+
+def test_a_definition_remember_fact_takes_is_one_as_of_can_ask_for(w):
+    """remember_fact took a definition of up to 1,024 characters and as_of up to 256: a key
+    written through the server with a longer definition could not be read through it
+    (as_of refused the definition; without one it stayed ambiguous beside another key)."""
+    definition = "restated, excluding discontinued operations; " * 6  # 276 characters
+    server = server_for(w)
+    ok(call(server, "remember_fact", entity="acme", attribute="revenue", value=120, period_end="2024-03-31",
+            period_start="2024-01-01", unit="USD", definition=definition, sources=["10k"]))
+    answer = ok(call(server, "as_of", entity="acme", attribute="revenue", period_end="2024-03-31",
+                     period_start="2024-01-01", unit="USD", definition=definition))
+    assert answer["value"] == "120"
+    too_long = ok_error(call(server, "as_of", entity="acme", attribute="revenue", definition="d" * 1025))
+    assert too_long["where"] == "definition"
+
+
+def test_an_argument_the_model_refuses_is_named_as_the_tools_argument(w):
+    """The tools' schemas count characters and graphmem's models bytes: 600 four-byte
+    characters pass the schema's 1,024 and are 2,400 bytes, past an identifier's 2,048.
+    The model's refusal named its own field (FactIn.entity, Entity.aliases[0]), which no
+    tool takes; the argument is named as the client sent it."""
+    server = server_for(w)
+    long = "\U0001F600" * 600
+    errors = [ok_error(call(server, tool, **args)) for tool, args in (
+        ("remember_fact", {"entity": long, "attribute": "x", "value": 1, "period_end": "2024-03-31"}),
+        ("remember_fact", {"entity": "acme", "attribute": "x", "value": "9" * 70, "value_type": "decimal",
+                           "period_end": "2024-03-31"}),
+        ("record_entity", {"id": "e", "aliases": ["a", long]}),
+        ("record_source", {"id": "s9", "kind": "k", "authority": "primary", "available_by": "2024-01-01",
+                           "publisher": long}),
+        ("remember_experience", {"trigger": "t", "evidence": [long]}),
+        ("save_task_state", {"task_id": "t", "goal": "g", "artifact_refs": [long]}))]
+    assert [(e["type"], e["where"]) for e in errors] == [
+        ("InputError", "entity"), ("InputError", "value"), ("InputError", "aliases[1]"),
+        ("InputError", "publisher"), ("InputError", "evidence[0]"), ("InputError", "artifact_refs[0]")]
+    assert "2,400 bytes in UTF-8; at most 2,048" in errors[0]["message"]
+
+
+@pytest.mark.parametrize("port", ["70000", "-1"])
+def test_a_port_that_is_no_port_is_a_usage_error_naming_port(tmp_path, port):
+    """`graphmem mcp --port 70000` failed deep in the HTTP server's settings ("AuthSettings:
+    issuer_url: Input should be a valid URL, invalid port number", exit 1), naming neither
+    the option nor the bound; `server start` already took 1 to 65535 only."""
+    tokens = tmp_path / "tokens.toml"
+    tokens.write_text('[[tokens]]\nname = "a"\ntoken = "a-secret-of-16-or-more-characters"\ntenant = "t"\n')
+    result = CliRunner().invoke(main, ["mcp", "--transport", "http", "--port", port, "--tokens", str(tokens)])
+    assert result.exit_code == 2 and "Invalid value for '--port'" in result.output, result.output
+    assert "AuthSettings" not in result.output

@@ -30,11 +30,12 @@ def embed(spec: str, switch: bool, tenant: str, scope_keys: tuple[str, ...], as_
     """Embed every memory of a scope that has no vector by the embedder yet (resumable:
     a killed run loses at most one batch; run it again to finish)."""
     scope = cli._scope(tenant, scope_keys)
+    embedder = as_embedder(spec)  # a bad spec is one error line, before the progress bar and the database
     with cli._connect() as memory, click.progressbar(length=0, label="embedding", file=sys.stderr) as bar:
         def progress(done: int, total: int) -> None:
             bar.length = total
             bar.update(done - bar.pos)
-        report = memory.embed(scope, embedder=as_embedder(spec), switch=switch, progress=progress)
+        report = memory.embed(scope, embedder=embedder, switch=switch, progress=progress)
     cli._dump(report) if as_json else click.echo(
         f"embedded {report['embedded']:,} memories with {report['embedder']} ({report['dims']} dimensions) "
         f"in {report['seconds']:.1f} s" + ("; the scope switched to it" if report["switched"] else ""))

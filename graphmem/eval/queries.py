@@ -7,7 +7,8 @@ FILE is JSON Lines, one query a line::
      "known_at": null, "types": ["experience"], "group": "paraphrase"}
 
 ``scope`` is a graphmem scope (``tenant`` and its keys); ``namespace`` (a list of labels,
-with ``tenant``) names a LangGraph store namespace instead, whose ids are item keys.
+with ``tenant``) names a LangGraph store namespace instead, whose ids are item keys (labels
+as the store takes them: 1 to 16, none empty or with a period).
 ``relevant`` and ``forbidden`` are memory ids (a fact version id stands for its key's
 hit), ``cutoff``/``known_at`` ISO times (default: now), ``group`` an optional label the
 results are also broken down by. Each rung the configuration offers (text; semantic and
@@ -22,8 +23,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .. import limits, search
 from ..errors import InputError
 from ..models import MEMORY_TYPES, Scope
+from ..values import aware_utc
 from . import rungs, score
 
 MAX_QUERIES = 100_000
@@ -54,7 +57,8 @@ def read(path: Path) -> list[dict[str, Any]]:
             raise InputError(where, f'"types" is a list of memory types ({", ".join(MEMORY_TYPES)})')
         try:
             q["_scope"] = _scope(q)
-            q["_times"] = {k: _time(q.get(k)) for k in ("cutoff", "known_at")}
+            _query_text(q["query"], *q["_scope"])
+            q["_times"] = {k: _time(k, q.get(k)) for k in ("cutoff", "known_at")}
         except (ValueError, TypeError) as exc:
             raise InputError(where, str(exc)) from exc
         out.append(q)
@@ -78,10 +82,12 @@ def _scope(q: dict[str, Any]) -> tuple[Scope, str | None]:
     """The scope to search, and the entity of a LangGraph namespace (None for a scope)."""
     if "namespace" in q:
         from ..integrations.langgraph import ENTITY_PREFIX
+        from ..integrations.langgraph import _labels as store_labels
 
         labels, tenant = q["namespace"], q.get("tenant")
-        if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+        if not isinstance(labels, list):
             raise ValueError('"namespace" is a list of labels')
+        store_labels(labels, "namespace", empty=False)  # one the store takes: else no store wrote it
         if not isinstance(tenant, str):
             raise ValueError('a "namespace" needs its "tenant" (a string)')
         ns = ".".join(labels)
@@ -91,13 +97,25 @@ def _scope(q: dict[str, Any]) -> tuple[Scope, str | None]:
     return Scope(**q["scope"]), None
 
 
-def _time(value: Any) -> dt.datetime | None:
+def _query_text(text: str, scope: Scope, entity: str | None) -> None:
+    """A query's text as every rung's search takes it (its size, text UTF-8 can carry, its
+    searchable words), so that a bad one is named by its line before any search runs."""
+    try:
+        limits.check_text("query", text, limits.SEARCH_TEXT_BYTES)
+        search.lucene(scope, text, "any", entity)
+    except InputError as exc:
+        raise InputError("query", exc.reason) from exc
+
+
+def _time(name: str, value: Any) -> dt.datetime | None:
+    """A query's cutoff or known_at, in UTC: one outside the years 1 to 9999 there is
+    refused with its line, not by the search of that line once the lines before it ran."""
     if value is None:
         return None
     t = dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     if t.tzinfo is None:
         raise ValueError(f"{value}: a time with its offset is required")
-    return t
+    return aware_utc(name, t)
 
 
 def _stands_for(hit: Any, entity: str | None) -> set[str]:

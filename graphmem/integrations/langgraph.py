@@ -80,12 +80,16 @@ dotted path of about 2,000 bytes with a short tenant and no other scope key; ref
 ``match_conditions``); a key of 1 to 2,048 bytes in UTF-8 (it is a fact attribute:
 ``graphmem.limits.IDENTIFIER_BYTES``); a value of at most 64 KiB of JSON in UTF-8 (65,536
 bytes: the value is stored as a text fact value, whose bound is
-``graphmem.limits.TEXT_BYTES``), nested at most 64 deep, with string keys and finite
-numbers; ``limit`` 1-1,000, ``offset`` 0-100,000; a query of at most 1,000 characters
+``graphmem.limits.TEXT_BYTES``), nested at most 64 deep, with string keys, finite
+numbers and integers of at most 4,300 digits (what Python writes as JSON text and reads
+back); ``limit`` 1-1,000, ``offset`` 0-100,000; a query of at most 1,000 characters
 (without an ``index``, at most 256 words that are not stop words:
 ``graphmem.limits.SEARCH_TERMS``, one Lucene clause each), ranked over its best 1,000
-matches per namespace; at most 1,000 operations per batch. Tuples come back as lists,
-as from any JSON store.
+matches per namespace; at most 1,000 operations per batch; a store's ``labels`` at most 16
+names, each an identifier (a tuple: a string is refused, not taken letter by letter); a ``list_namespaces``
+``max_depth`` None or 1 or more; the fields to embed (the index's ``fields``, a put's
+``index``) a list of paths.
+Tuples come back as lists, as from any JSON store.
 
 **Semantic search.** ``GraphmemStore(memory, tenant=..., index={"dims": 384, "embed":
 fn, "fields": ["text"]})`` takes LangGraph's own index configuration: each put embeds
@@ -106,7 +110,8 @@ by meaning too. The embedder's name (its qualified name, or ``index["name"]``) a
 Differences from ``InMemoryStore``: ``list_namespaces`` lists only namespaces that hold
 an item (``InMemoryStore`` also lists those that were only read, or whose items were all
 deleted); listings are ordered by ``updated_at``, not by insertion; TTLs are not
-supported. A search's pages are slices of one order, unscored items included
+supported; fields to embed given as a string are refused (``InMemoryStore`` takes
+its letters for fields). A search's pages are slices of one order, unscored items included
 (``InMemoryStore`` starts every page's unscored items from the first one, whatever the
 offset). A re-put's vectors are those of the new value only: ``InMemoryStore`` keeps
 the vector of a field that the new value no longer has (or of every field, when
@@ -142,7 +147,16 @@ from .. import facts, lineage
 from .. import search as searching
 from ..db import Tx
 from ..errors import GraphmemError, InputError
-from ..limits import IDENTIFIER_BYTES, SCOPE_BYTES, SEARCH_LIMIT, SEARCH_TERMS, TEXT_BYTES, utf8_problem
+from ..limits import (
+    IDENTIFIER_BYTES,
+    SCOPE_BYTES,
+    SEARCH_LIMIT,
+    SEARCH_TERMS,
+    TEXT_BYTES,
+    check_id,
+    shown,
+    utf8_problem,
+)
 from ..memory import Memory
 from ..models import Answer, Authority, Entity, FactIn, FactVersion, Period, Scope, Source
 from ..retrieval import Embedder, store
@@ -158,6 +172,8 @@ FAR = dt.datetime(9999, 12, 31, tzinfo=dt.UTC)  # the present: no publication cu
 MAX_LABELS, MAX_KEY_BYTES = 16, IDENTIFIER_BYTES  # the key is a fact attribute
 MAX_VALUE_BYTES, MAX_DEPTH = TEXT_BYTES, 64  # the value is a text fact value
 MAX_LIMIT, MAX_OFFSET, MAX_QUERY, MAX_BATCH = 1000, 100_000, 1000, 1000
+MAX_INT_DIGITS = 4300  # sys.int_info.default_max_str_digits: what Python writes as text and reads back
+_INT_BOUND = 10**MAX_INT_DIGITS
 RANGE_OPERATORS = {"$gt": lambda a, b: a > b, "$gte": lambda a, b: a >= b,
                    "$lt": lambda a, b: a < b, "$lte": lambda a, b: a <= b}
 
@@ -229,6 +245,11 @@ def _check_json(value: Any, where: str, depth: int = 0) -> None:
             _check_json(v, f"{where}[{i}]", depth + 1)
     elif isinstance(value, float) and not math.isfinite(value):
         raise InputError(where, "numbers must be finite")
+    elif isinstance(value, int) and not isinstance(value, bool) and abs(value) >= _INT_BOUND:
+        # json.dumps would fail with a bare ValueError; a process whose limit was raised
+        # would store text that every other process fails to read back
+        raise InputError(where, f"an integer of more than {MAX_INT_DIGITS:,} digits (Python writes "
+                                "and reads no longer one as JSON text)")
     elif not (value is None or isinstance(value, str | int | float)):
         raise InputError(where, f"{type(value).__name__} is not a JSON value")
 
@@ -259,6 +280,44 @@ def _page(limit: Any, offset: Any) -> None:
         raise InputError("limit", f"an integer from 1 to {MAX_LIMIT} is required")
     if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= MAX_OFFSET:
         raise InputError("offset", f"an integer from 0 to {MAX_OFFSET} is required")
+
+
+def _label_names(labels: Any) -> tuple[str, ...]:
+    """A store's ``labels``: the scope key names of a namespace's leading labels. A single
+    string would be taken letter by letter, a name that is not an identifier would be a
+    scope key no namespace can fill, and more names than a namespace's labels would refuse
+    every namespace."""
+    if isinstance(labels, str) or not isinstance(labels, Iterable):
+        raise InputError("labels", f"a tuple of scope key names is required, got {type(labels).__name__}")
+    names = tuple(labels)
+    if len(names) > MAX_LABELS:
+        raise InputError("labels", f"at most {MAX_LABELS} (a namespace's labels), got {len(names)}")
+    for n, name in enumerate(names):
+        check_id(f"labels[{n}]", name)
+    return names
+
+
+def _fixed_scope(scope: Any) -> dict[str, str]:
+    """A store's ``scope``: fixed scope keys, a mapping with string keys (the values are
+    the Scope's to check)."""
+    if scope is None:
+        return {}
+    if not isinstance(scope, Mapping):
+        raise InputError("scope", f"a mapping of scope keys to values is required, got {type(scope).__name__}")
+    fixed = dict(scope)
+    for key in fixed:
+        if not isinstance(key, str):
+            raise InputError("scope", f"key {key!r}: scope keys must be strings")
+    return fixed
+
+
+def _depth(max_depth: Any) -> None:
+    """``list_namespaces``' ``max_depth``: None, or how many leading labels to keep (1 or
+    more; past a namespace's labels it cuts nothing). 0 or less would answer namespaces
+    that hold nothing (``()``, each namespace without its last label)."""
+    if max_depth is not None and (not isinstance(max_depth, int) or isinstance(max_depth, bool)
+                                  or max_depth < 1):
+        raise InputError("max_depth", f"None or an integer of 1 or more is required, got {max_depth!r}")
 
 
 # ---------------------------------------------------------------- filters
@@ -338,7 +397,7 @@ class GraphmemStore(BaseStore):
 
     def __init__(self, memory: Memory, *, tenant: str, scope: Mapping[str, str] | None = None,
                  labels: Sequence[str] = (), index: IndexConfig | None = None):
-        fixed = dict(scope or {})
+        fixed, labels = _fixed_scope(scope), _label_names(labels)
         reserved = {"tenant", "namespace"}
         clash = (reserved | set(labels)) & set(fixed) or reserved & set(labels)
         if clash or len(set(labels)) != len(labels):
@@ -346,8 +405,8 @@ class GraphmemStore(BaseStore):
                                       f"'tenant' or 'namespace'; got {sorted(clash) or list(labels)}")
         try:
             Scope(tenant=tenant, **fixed)
-        except ValueError as exc:
-            raise InputError("tenant", str(exc)) from exc
+        except InputError as exc:  # Scope.tenant, or the scope's keys (named Scope)
+            raise InputError("tenant" if exc.where.endswith("tenant") else "scope", exc.reason) from exc
         self._mem, self._tenant, self._fixed, self._names = memory, tenant, fixed, tuple(labels)
         self._cutoff: dt.datetime | None = None
         self._known_at: dt.datetime | None = None
@@ -443,12 +502,15 @@ class GraphmemStore(BaseStore):
                 self._check_query(op.query)
             elif isinstance(op, ListNamespacesOp):
                 _page(op.limit, op.offset)
+                _depth(op.max_depth)
                 self._fits(_literal(op.match_conditions or ()), "match_conditions")
             else:
                 raise InputError("ops", f"unknown operation {type(op).__name__}")
         results = [None if isinstance(op, PutOp) else self._read(op) for op in ops]
         if writes:
-            self._write(self._embedded(list(writes.values())))
+            claims = self._claims(list(writes.values()))
+            self._write(self._embedded(list(writes.values())), claims)
+            self._claimed.update(claims)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -464,6 +526,7 @@ class GraphmemStore(BaseStore):
             return
         if not isinstance(query, str) or len(query) > MAX_QUERY:
             raise InputError("query", f"a string of at most {MAX_QUERY} characters")
+        _utf8(query, "query")  # a lone surrogate: refused by graphmem's search as `text`, and only once it ran
         words = _searchable(query) if self._embedder is None else 0
         if words > SEARCH_TERMS:
             raise InputError("query", f"{words:,} searchable words (stop words aside); at most "
@@ -616,7 +679,8 @@ class GraphmemStore(BaseStore):
         """The texts a put embeds (None: the store has no index, or nothing to embed)."""
         if self._embedder is None or op.value is None:
             return None
-        return _field_texts(op.value, self._fields if op.index is None else op.index or [])
+        return _field_texts(op.value, self._fields if op.index is None else
+                            [] if op.index is False else _paths(op.index))
 
     @property
     def _fields(self) -> list[str]:
@@ -625,14 +689,9 @@ class GraphmemStore(BaseStore):
     def _embedded(self, writes: list[tuple[Scope, str, str | None, list[str] | None]]
                   ) -> list[tuple[Scope, str, str | None, list[float] | None]]:
         """Each put's texts as one concatenated vector list, embedded before the write
-        transaction (a model call never holds the tenant's lock); each scope's embedder
-        checked against the one its vectors were made with (InputError on a mismatch)."""
+        transaction (a model call never holds the tenant's lock)."""
         if self._embedder is None:
             return [(scope, key, text, None) for scope, key, text, _ in writes]
-        for scope in {w[0].id: w[0] for w in writes if w[3] is not None}.values():
-            if scope.id not in self._claimed:
-                store.claim(self._mem, scope, self._embedder)
-                self._claimed.add(scope.id)
         flat = self._embedder.documents([t for w in writes for t in (w[3] or [])])
         out, i = [], 0
         for scope, key, text, texts in writes:
@@ -641,8 +700,21 @@ class GraphmemStore(BaseStore):
             i += n
         return out
 
-    def _write(self, writes: list[tuple[Scope, str, str | None, list[float] | None]]) -> None:
-        """All of a batch's puts and deletes in one write transaction.
+    def _claims(self, writes: list[tuple[Scope, str, str | None, list[str] | None]]
+                ) -> dict[str, tuple[Scope, list[float]]]:
+        """The scopes whose embedder this batch's vectors claim, each checked against the
+        one its vectors were made with (InputError on a mismatch), by scope id with the
+        embedder's probe vector. Reading only: the claims are written with the batch
+        (``_write``), so a batch refused as a whole leaves no namespace claimed."""
+        if self._embedder is None:
+            return {}
+        scopes = {w[0].id: w[0] for w in writes if w[3] is not None and w[0].id not in self._claimed}
+        return {sid: (scope, store.checked(self._mem, scope, self._embedder)) for sid, scope in scopes.items()}
+
+    def _write(self, writes: list[tuple[Scope, str, str | None, list[float] | None]],
+               claims: dict[str, tuple[Scope, list[float]]]) -> None:
+        """All of a batch's puts and deletes in one write transaction, with its embedder
+        claims.
 
         Source ids are chosen once per batch, outside the transaction: a retry after a
         commit whose acknowledgement was lost finds its first put's source and records
@@ -655,6 +727,9 @@ class GraphmemStore(BaseStore):
             if puts and tx.run("source.get_many", uids=[facts.source_uid(puts[0][0][0], puts[0][1])],
                                **facts.scope_params(puts[0][0][0])):
                 return  # this batch already committed
+            for scope, probe in claims.values():
+                assert self._embedder is not None
+                store.claim_in(tx, scope, self._embedder, probe, at)
             for (scope, key, text, vector), source_id in zip(writes, sources, strict=True):
                 if text is None:
                     self._delete(tx, scope, key, at)
@@ -717,10 +792,21 @@ def _embedder(index: IndexConfig) -> Embedder:
     embed = index["embed"]
     name = index.get("name") or (embed if isinstance(embed, str) else getattr(
         embed, "__qualname__", type(embed).__name__))
-    fields = list(index.get("fields") or ["$"])
+    fields = _paths(index.get("fields") or ["$"])
     return Embedder(ensure_embeddings(embed) if isinstance(embed, str) else embed,
                     name=f"langgraph:{name}", dims=index["dims"],
                     text_of=lambda row: _field_texts(json.loads(row["value"]), fields))
+
+
+def _paths(fields: Any) -> list[str]:
+    """Fields to embed (the index's, or a put's): a list of paths, ``"$"`` the whole value.
+    A string would be taken letter by letter ("text": t, e, x, t) and a number fails in
+    LangGraph's path parser, at every put."""
+    if isinstance(fields, str) or not isinstance(fields, list | tuple) or not all(
+            isinstance(f, str) and f for f in fields):
+        raise InputError("index", f'the fields to embed are a list of paths such as ["text"] or ["$"], '
+                                  f"got {shown(fields)}")
+    return list(fields)
 
 
 def _cosine(semantic_score: float | None) -> float | None:

@@ -188,7 +188,7 @@ def _frames(frames: Any, latest: Any) -> tuple[tuple[screening.Selection, ...], 
                                    f"({', '.join(LATEST)})")
     if latest is not None:
         if latest not in LATEST:
-            raise InputError("latest", f"must be one of {', '.join(LATEST)}; got {latest!r}")
+            raise InputError("latest", f"must be one of {', '.join(LATEST)}; got {limits.shown(latest)}")
         return (), latest
     if isinstance(frames, str) or not isinstance(frames, Iterable):
         raise InputError("frames", "an iterable of calendar frames is required (a single string is not one)")

@@ -206,10 +206,12 @@ def _fastembed(model: str) -> Embedder:
 def _toy(dims: str) -> Embedder:
     """``toy[:dims]``: a dimension that is not a whole number from 1 to ``MAX_DIMS`` is
     refused here, not met as a ZeroDivisionError or IndexError at the first text."""
-    if dims and not dims.isdecimal():
-        raise InputError("embedder", f"toy:{dims}: the dimension must be an integer from 1 to {MAX_DIMS:,}")
-    size = limits.check_int("dims", int(dims or 64), 1, MAX_DIMS)
-    return Embedder(ToyEmbedder(size), name=f"toy:{dims or 64}")
+    # a dimension of more digits than MAX_DIMS is out of range before int() reads it (past
+    # 4,300 digits int() raises); it is the spec's bad value, named as the embedder's
+    if dims and not (dims.isdecimal() and len(dims) <= len(str(MAX_DIMS)) and 1 <= int(dims) <= MAX_DIMS):
+        shown = dims if len(dims) <= 12 else f"{dims[:12]}...({len(dims):,} characters)"
+        raise InputError("embedder", f"toy:{shown}: the dimension must be an integer from 1 to {MAX_DIMS:,}")
+    return Embedder(ToyEmbedder(int(dims or 64)), name=f"toy:{dims or 64}")
 
 
 SPECS: dict[str, Callable[[str], Embedder]] = {

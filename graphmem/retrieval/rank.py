@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import facts, search, values
+from .. import facts, limits, search, values
 from ..errors import InputError
 from ..models import Scope, SearchExplain, SearchHit, SearchResult
 from . import vectors
@@ -105,6 +105,13 @@ def _words(scope: Scope, text: str) -> str | None:
 
 
 UNEMBEDDED = ("refuse", "last")
+
+
+def check_unembedded(unembedded: Any) -> None:
+    """A search's ``unembedded``: checked for a text search too, which does not use it,
+    so that a misspelt value is refused wherever it is given rather than only by mode."""
+    if unembedded not in UNEMBEDDED:
+        raise InputError("unembedded", f"must be one of {', '.join(UNEMBEDDED)}; got {limits.shown(unembedded)}")
 
 
 @dataclasses.dataclass
@@ -195,8 +202,7 @@ def _add(meaning: np.ndarray, legal: np.ndarray, at: np.ndarray, values: np.ndar
 def run(memory: Any, scope: Scope, q: dict[str, Any], embedder: Embedder, *,
         unembedded: str = "refuse", timer: Callable[[], float] = time.perf_counter) -> SearchResult:
     """A semantic or hybrid search (the module docstring): reads only."""
-    if unembedded not in UNEMBEDDED:
-        raise InputError("unembedded", f"must be one of {', '.join(UNEMBEDDED)}; got {unembedded!r}")
+    check_unembedded(unembedded)
     started = timer()
     vector = embedder.query(q["text"])
     embedding_ms = (timer() - started) * 1000

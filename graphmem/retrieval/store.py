@@ -78,6 +78,22 @@ def claim(memory: Any, scope: Scope, embedder: Embedder, row: dict[str, Any] | N
     check_space(row, embedder)
 
 
+def checked(memory: Any, scope: Scope, embedder: Embedder) -> list[float]:
+    """Check ``embedder`` against the scope's, reading only (InputError otherwise), and
+    return its vector of the probe text, for :func:`claim_in` to record."""
+    probe = embedder.probe()
+    check_space(memory.db.read_one("retrieval.space", **_params(scope)), embedder)
+    return probe
+
+
+def claim_in(tx: Tx, scope: Scope, embedder: Embedder, probe: list[float], at: Any) -> None:
+    """:func:`claim` inside a caller's write transaction, so that the claim stands or
+    falls with the writes it is for (a writer that claimed meanwhile: InputError, and the
+    transaction rolls back)."""
+    check_space(tx.one("retrieval.claim", name=embedder.name, dims=embedder.dims, probe=probe,
+                       recorded_at=at, **_params(scope)), embedder)
+
+
 def embed_rows(tx_write: Callable[[Callable[[Tx], Any]], Any], scope: Scope, embedder: Embedder,
                rows: list[dict[str, Any]], text_of: TextOf) -> dict[str, list[float]]:
     """Embed these memories (``retrieval.texts`` rows, each with ``fact``) and store their

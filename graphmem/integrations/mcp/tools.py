@@ -62,6 +62,8 @@ MAX_TEXT, MAX_IDS, MAX_BUDGET = 4000, 200, 100_000
 Id = Annotated[str, Field(min_length=1, max_length=1024)]
 Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
 Ids = Annotated[list[Id], Field(max_length=MAX_IDS)]
+Unit = Annotated[str, Field(max_length=256)]
+Definition = Annotated[str, Field(max_length=1024)]  # one bound to write a key's and to ask for it
 When = Annotated[str | None, Field(max_length=40, description=(
     "ISO 8601 date or datetime. A date means the end of that day (UTC); a datetime without "
     "a zone is UTC."))]
@@ -174,9 +176,24 @@ def _run(access: Access, ctx: Context, work: Callable[[Caller], tuple[BaseModel,
         out, text = work(access.caller(ctx))
     except ValidationError as exc:  # a model refused an argument: the API's InputError
         return _error(_invalid(exc))
+    except InputError as exc:
+        return _error(_as_argument(exc))
     except (GraphmemError, Neo4jError, DriverError) as exc:
         return _error(exc)
     return _result(out, text)
+
+
+_MODELS = ("FactIn.", "Entity.", "Source.", "ExperienceIn.", "TaskStateIn.")  # the tools build these
+
+
+def _as_argument(exc: InputError) -> InputError:
+    """A model's refusal of a field the tool filled from its argument of the same name
+    (``FactIn.entity``, ``Entity.aliases[1]``), named as that argument: the schemas count
+    characters and the models bytes, so a value can pass the one and not the other."""
+    model = next((m for m in _MODELS if exc.where.startswith(m)), None)
+    if model is None:
+        return exc
+    return type(exc)(exc.where.removeprefix(model), exc.reason)
 
 
 def _value(value: str | int | float | bool, value_type: str | None) -> Any:
@@ -184,17 +201,26 @@ def _value(value: str | int | float | bool, value_type: str | None) -> Any:
     kind = value_type or ("boolean" if isinstance(value, bool) else
                           "decimal" if isinstance(value, int | float) else "text")
     try:
-        if kind == "decimal":
-            return Decimal(str(value))
+        if kind == "decimal":  # an int exactly, without its text (past 4,300 digits str() raises)
+            return Decimal(value) if isinstance(value, int) else Decimal(str(value))
         if kind == "boolean":
             if isinstance(value, bool) or value in ("true", "false"):
                 return value is True or value == "true"
             raise ValueError("true or false")
         if kind == "date":
             return dt.date.fromisoformat(str(value))
+        return str(value)
     except (InvalidOperation, ValueError) as exc:
-        raise InputError("value", f"not a {kind}: {value!r}") from exc
-    return str(value)
+        raise InputError("value", f"not a {kind}: {_shown(value)}") from exc
+
+
+def _shown(value: Any) -> str:
+    """A refused value for its error message: an integer too long for Python's text is
+    described by its size, since repr() of it raises too."""
+    try:
+        return reprlib.repr(value)
+    except ValueError:
+        return f"an integer of {value.bit_length():,} bits"
 
 
 # ---------------------------------------------------------------- the tools
@@ -301,8 +327,7 @@ def register(memory: Memory, access: Access, grants: Grants) -> list[Tool]:
     @tool("read", READ, "Fact as of a time")
     def as_of(entity: Id, attribute: Id, ctx: Context, period_end: Day = None,
               period_start: Day = None, cutoff: Cutoff = None, known_at: KnownAt = None,
-              unit: Annotated[str | None, Field(max_length=256)] = None,
-              definition: Annotated[str | None, Field(max_length=256)] = None,
+              unit: Unit | None = None, definition: Definition | None = None,
               min_authority: MinAuthority = None) -> Annotated[CallToolResult, r.AnswerOut]:
         """What the memory says about an entity's attribute, using only what was public by
         `cutoff` as graphmem had recorded it by `known_at` (both default to now). Without a
@@ -547,8 +572,7 @@ def register(memory: Memory, access: Access, grants: Grants) -> list[Tool]:
                           "with value_type for a decimal that must keep all its digits."))],
                       period_end: dt.date, ctx: Context, period_start: Day = None,
                       value_type: Literal["decimal", "text", "boolean", "date"] | None = None,
-                      unit: Annotated[str, Field(max_length=256)] = "",
-                      definition: Annotated[str, Field(max_length=1024)] = "",
+                      unit: Unit = "", definition: Definition = "",
                       sources: Ids | None = None, available_by: When = None
                       ) -> Annotated[CallToolResult, r.RememberedOut]:
         """Assert a fact: `entity`'s `attribute` has `value` for the period, evidenced by
