@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import reprlib
-from collections.abc import Sized
+from collections.abc import Iterable, Iterator, Sized
 from decimal import Decimal
 from typing import Any
 
@@ -231,6 +231,21 @@ def check_ids(where: str, values: Any, most: int = IDS_PER_CALL) -> list[str]:
 def check_count(where: str, count: int, most: int) -> None:
     if count > most:
         raise InputError(where, f"{count:,} items; at most {most:,} in one call")
+
+
+REPEATS = 10
+"""How many times a bound on distinct items (cutoffs, frames, entities) the items given may
+number: the distinct are counted as they come, so without a bound of their own an endless
+iterator repeating one value would be read forever."""
+
+
+def given(where: str, items: Iterable[Any], distinct: int) -> Iterator[tuple[int, Any]]:
+    """``enumerate(items)``, refused (InputError naming ``where``) past ``REPEATS`` times
+    ``distinct`` items, whatever the caller's bound on the distinct ones finds."""
+    for n, item in enumerate(items):
+        if n >= REPEATS * distinct:
+            raise InputError(where, f"more than {REPEATS * distinct:,} items given (at most {distinct:,} distinct)")
+        yield n, item
 
 
 def check_int(where: str, value: Any, low: int, high: int, *, optional: bool = False

@@ -221,7 +221,7 @@ def entity_list(entities: Any) -> tuple[str, ...] | None:
     if isinstance(entities, str) or not isinstance(entities, Iterable):
         raise InputError("entities", "an iterable of entity ids is required (a single string is not one)")
     out: dict[str, None] = {}
-    for n, entity in enumerate(entities):
+    for n, entity in limits.given("entities", entities, limits.SCREEN_ENTITIES):
         out[_text(f"entities[{n}]", entity)] = None
         if len(out) > limits.SCREEN_ENTITIES:
             raise InputError("entities", f"more than {limits.SCREEN_ENTITIES:,} entities")

@@ -15,6 +15,7 @@ Three kinds of test:
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import os
 import random
@@ -295,6 +296,13 @@ CALL_BOUNDS = {  # a call with one argument past its bound -> the argument it na
     "snapshots offset 5,000 digits": (lambda m: m.context_snapshots(S, offset=10**5000), "offset"),
     "assert_fact revision 5,000 digits": (lambda m: m.assert_fact(S, fact(), expected_revision=10**5000),
                                           "expected_revision"),
+    # distinct items were bounded, not items given: an endless iterator of one value never ended
+    "panel cutoffs endless": (lambda m: m.panel(S, attribute="a", latest="quarter", cutoffs=itertools.repeat(AT)),
+                              "cutoffs"),
+    "panel frames endless": (lambda m: m.panel(S, attribute="a", frames=itertools.repeat("CY2024Q1"),
+                                               cutoffs=[AT]), "frames"),
+    "screen entities endless": (lambda m: m.screen(S, attribute="a", frame="CY2024", cutoff=AT,
+                                                   entities=itertools.repeat("e")), "entities"),
 }
 
 

@@ -173,7 +173,7 @@ def _cutoffs(cutoffs: Any) -> tuple[dt.datetime, ...]:
     if isinstance(cutoffs, (str, dt.datetime)) or not isinstance(cutoffs, Iterable):
         raise InputError("cutoffs", "an iterable of aware datetimes is required")
     out = set()
-    for n, c in enumerate(cutoffs):
+    for n, c in limits.given("cutoffs", cutoffs, limits.PANEL_CUTOFFS):
         out.add(aware_utc(f"cutoffs[{n}]", c))
         if len(out) > limits.PANEL_CUTOFFS:
             raise InputError("cutoffs", f"more than {limits.PANEL_CUTOFFS:,} cutoffs")
@@ -193,7 +193,7 @@ def _frames(frames: Any, latest: Any) -> tuple[tuple[screening.Selection, ...], 
     if isinstance(frames, str) or not isinstance(frames, Iterable):
         raise InputError("frames", "an iterable of calendar frames is required (a single string is not one)")
     out: dict[str, screening.Selection] = {}
-    for frame in frames:
+    for _, frame in limits.given("frames", frames, limits.PANEL_FRAMES):
         selection = screening.Selection.frame(frame)
         out.setdefault(selection.label, selection)
         if len(out) > limits.PANEL_FRAMES:
