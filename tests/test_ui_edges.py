@@ -159,6 +159,22 @@ def test_lineage_of_an_erased_version_shows_it_erased(review):
     assert "[erased]" in header and "None" not in header
 
 
+def test_lineage_turns_direction_from_a_later_page(review, monkeypatch):
+    """Upstream of the derived figure lists two fact versions (itself and its input),
+    downstream one. On upstream's page 2 the "downstream" link must open downstream's
+    first page, not carry page=2 into a list of one page (a 400)."""
+    from graphmem.ui import pages
+
+    monkeypatch.setattr(pages, "ROWS_PER_PAGE", 1)
+    http = review["http"]
+    up = http.get("/lineage", params={"version": review["derived"].version_id, "page": "2"})
+    assert up.status_code == 200 and "page 2 of 2" in up.text
+    down = next(x for x in _links(up, "/lineage?") if "direction=downstream" in x)
+    page = http.get(down)
+    assert page.status_code == 200, (down, _text(page.text)[-300:])
+    assert "Lineage downstream" in page.text
+
+
 # ---------------------------------------------------------------- times
 
 
