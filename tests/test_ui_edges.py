@@ -175,6 +175,30 @@ def test_lineage_turns_direction_from_a_later_page(review, monkeypatch):
     assert "Lineage downstream" in page.text
 
 
+def test_an_impacts_rows_link_the_lineage_as_recorded_by_its_known_at(review):
+    """A filing's impact as recorded by T lists the version it evidences; the version is
+    evidenced by a second filing only after T. The row's lineage link must show the
+    lineage as recorded by T too (as the drawn node's link does), not as of now with a
+    filing the impact preview never knew."""
+    mem, d = review["mem"], Scope(tenant=f"test-review-ui-impact-{uuid.uuid4().hex[:12]}")
+    mem.put_entity(d, Entity(id="E"))
+    _filing(mem, d, "k", (2, 24))
+    version = _fact(mem, d, "rev", 100, "k")
+    at = mem.server_now()
+    _filing(mem, d, "later", (3, 1))
+    _fact(mem, d, "rev", 100, "later")  # the same value: the version gains a second filing
+    http = TestClient(build_app(mem, scope=d), base_url="http://127.0.0.1", raise_server_exceptions=False)
+    page = http.get("/source", params={"id": "k", "known_at": at.isoformat()})
+    assert page.status_code == 200
+    table = page.text.split("<th>what</th>", 1)[1].split("</table>", 1)[0]
+    row = next(x.replace("&amp;", "&") for x in re.findall(r'href="(/lineage\?[^"]*)"', table))
+    assert version.version_id in row
+    lineage = http.get(row)
+    assert lineage.status_code == 200
+    drawn = lineage.text.split('<svg class="graph"', 1)[1].split("</svg>", 1)[0]
+    assert "source?id=k" in drawn and "source?id=later" not in drawn, row
+
+
 # ---------------------------------------------------------------- times
 
 
