@@ -127,6 +127,17 @@ def test_an_entitys_memories_link_keeps_the_searchs_times(review):
     assert "100 USD" in hits and "90 USD" not in hits
 
 
+
+@pytest.mark.parametrize("q", ["the of", "!!!", " ".join(f"w{i}" for i in range(300))])
+def test_a_search_text_refused_names_the_field_it_was_typed_in(review, q):
+    """Only stop words, only punctuation, or too many words: the search refuses the
+    text, and the page must name the field the analyst typed it in (q), not the API's
+    argument (text), which is no field of the page."""
+    page = review["http"].get("/", params={"q": q})
+    assert page.status_code == 400
+    error = _text(page.text.split('id="error"', 1)[1].split("</p>", 1)[0]).strip(" >")
+    assert error.startswith("q: "), error
+
 # ---------------------------------------------------------------- agent memory
 
 

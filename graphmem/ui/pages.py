@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
@@ -123,6 +124,22 @@ def iso(value: dt.datetime | None) -> str:
 
 # ---------------------------------------------------------------- 1 search
 
+SEARCH_FIELDS = {"text": "q", "task_id": "task"}  # the API's argument -> the page's parameter
+
+
+@contextmanager
+def _fields(names: Mapping[str, str]) -> Iterator[None]:
+    """An InputError the API raises naming its own argument (``text``), named by the
+    page's parameter the analyst typed it in (``q``): the message must point at a field
+    of the page."""
+    try:
+        yield
+    except InputError as exc:
+        if exc.where not in names:
+            raise
+        raise InputError(names[exc.where], exc.reason) from exc
+
+
 
 def search(memory: Memory, scope: Scope, p: Params) -> Page:
     text = p.text("q", limit=limits.SEARCH_TEXT_BYTES)
@@ -134,10 +151,11 @@ def search(memory: Memory, scope: Scope, p: Params) -> Page:
     cutoff, known_at = p.time("cutoff"), p.time("known_at")
     found = {"result": None, "source": None, "entity": None}
     if text or entity or task:
-        found["result"] = memory.search(
-            scope, text=text, types=types or None, entity=entity, task_id=task, cutoff=cutoff,
-            known_at=known_at, require=Require(min_authority=authority) if authority else None,
-            limit=limit or 20, match=match or "all")
+        with _fields(SEARCH_FIELDS):
+            found["result"] = memory.search(
+                scope, text=text, types=types or None, entity=entity, task_id=task, cutoff=cutoff,
+                known_at=known_at, require=Require(min_authority=authority) if authority else None,
+                limit=limit or 20, match=match or "all")
     if text and " " not in text and len(text.encode()) <= limits.IDENTIFIER_BYTES:  # an exact id?
         found["source"] = memory.source(scope, text)
         found["entity"] = memory.entity(scope, text)
