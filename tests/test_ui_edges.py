@@ -210,6 +210,26 @@ def test_an_impacts_rows_link_the_lineage_as_recorded_by_its_known_at(review):
     assert "source?id=k" in drawn and "source?id=later" not in drawn, row
 
 
+def test_a_lineage_as_recorded_by_a_known_at_names_the_filings_known_then(review):
+    """A version filed by k, then (after T) by a second filing of the same value: its
+    lineage as recorded by T (Memory.lineage leaves out evidence recorded later) must
+    not name the later filing in its header or its rows either - the page would say
+    the version stood on a filing the drawing, and the API, say was not known yet."""
+    mem, d = review["mem"], Scope(tenant=f"test-review-ui-known-{uuid.uuid4().hex[:12]}")
+    mem.put_entity(d, Entity(id="E"))
+    _filing(mem, d, "k", (2, 24))
+    version = _fact(mem, d, "rev", 100, "k")
+    at = mem.server_now()
+    _filing(mem, d, "later", (3, 1))
+    _fact(mem, d, "rev", 100, "later")
+    assert "s:later" not in mem.lineage(d, version.version_id, known_at=at)
+    http = TestClient(build_app(mem, scope=d), base_url="http://127.0.0.1", raise_server_exceptions=False)
+    page = http.get("/lineage", params={"version": version.version_id, "known_at": at.isoformat()})
+    assert page.status_code == 200 and "source?id=k" in page.text
+    assert "source?id=later" not in page.text
+    assert "source?id=later" in http.get("/lineage", params={"version": version.version_id}).text
+
+
 # ---------------------------------------------------------------- times
 
 

@@ -252,19 +252,29 @@ def lineage(memory: Memory, scope: Scope, p: Params) -> Page:
     are read."""
     version_id = p.text("version", required=True)
     direction = p.choice("direction", ("upstream", "downstream"), "upstream")
-    depth = p.number("depth", None, 0, limits.DEPTH)
-    graph = memory.lineage(scope, version_id, direction or "upstream", depth, known_at=p.time("known_at"))
+    depth, known_at = p.number("depth", None, 0, limits.DEPTH), p.time("known_at")
+    graph = memory.lineage(scope, version_id, direction or "upstream", depth, known_at=known_at)
     facts = [n for n in plot.in_order(graph) if graph.nodes[n].get("kind") == "fact"]
     page, pages = p.page(len(facts), ROWS_PER_PAGE)
     listed = [n[2:] for n in _window(facts, page, ROWS_PER_PAGE)]
     drawn = [n[2:] for n in facts[:plot.MAX_NODES]]
-    found = {v.version_id: v for v in memory.versions(scope, list(dict.fromkeys([version_id, *listed, *drawn])))}
+    found = {v.version_id: _filed_by(v, known_at)
+             for v in memory.versions(scope, list(dict.fromkeys([version_id, *listed, *drawn])))}
     for v in found.values():  # an erased version has no value left to show, and says so
         graph.nodes[f"f:{v.version_id}"]["value"] = "[erased]" if v.erased else f"{number(v.value)} {v.unit}"
     return "lineage.html", {"version": found.get(version_id), "listed": [found[i] for i in listed if i in found],
                             "drawing": plot.graph_plot(graph, {f"f:{version_id}": "origin"}),
                             "direction": direction, "count": graph.number_of_nodes(), "facts": len(facts),
                             "page": page, "pages": pages}
+
+
+def _filed_by(version: Any, known_at: dt.datetime | None) -> Any:
+    """``version`` with only the filings recorded by ``known_at``: ``Memory.lineage``
+    leaves out evidence recorded later, so the header and rows must not name a filing
+    the drawing (and the API) say was not known yet (``Memory.versions`` reads them all)."""
+    if known_at is None:
+        return version
+    return version.model_copy(update={"sources": tuple(e for e in version.sources if e.recorded_at <= known_at)})
 
 
 # ---------------------------------------------------------------- 5 a screen
