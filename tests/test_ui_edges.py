@@ -230,6 +230,23 @@ def test_a_lineage_as_recorded_by_a_known_at_names_the_filings_known_then(review
     assert "source?id=later" in http.get("/lineage", params={"version": version.version_id}).text
 
 
+def test_a_lineage_as_recorded_before_a_retraction_shows_its_filing_live(review):
+    """A filing retracted after T: the lineage as recorded by T must not mark it
+    retracted (as_of at T still reads the version it files); as of now it must."""
+    mem, d = review["mem"], Scope(tenant=f"test-review-ui-retract-{uuid.uuid4().hex[:12]}")
+    mem.put_entity(d, Entity(id="E"))
+    _filing(mem, d, "k", (2, 24))
+    version = _fact(mem, d, "rev", 100, "k")
+    at = mem.server_now()
+    mem.retract_source(d, "k", reason="withdrawn")
+    assert mem.as_of(d, entity="E", attribute="rev", period=YEAR_END, unit="USD", cutoff=at, known_at=at).version
+    http = TestClient(build_app(mem, scope=d), base_url="http://127.0.0.1", raise_server_exceptions=False)
+    marked = lambda page: re.findall(r'<a href="/source\?id=k" class="retracted"', page.text)  # noqa: E731
+    then = http.get("/lineage", params={"version": version.version_id, "known_at": at.isoformat()})
+    assert then.status_code == 200 and "source?id=k" in then.text and not marked(then)
+    assert marked(http.get("/lineage", params={"version": version.version_id}))
+
+
 # ---------------------------------------------------------------- times
 
 

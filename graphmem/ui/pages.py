@@ -258,8 +258,9 @@ def lineage(memory: Memory, scope: Scope, p: Params) -> Page:
     page, pages = p.page(len(facts), ROWS_PER_PAGE)
     listed = [n[2:] for n in _window(facts, page, ROWS_PER_PAGE)]
     drawn = [n[2:] for n in facts[:plot.MAX_NODES]]
-    found = {v.version_id: _filed_by(v, known_at)
-             for v in memory.versions(scope, list(dict.fromkeys([version_id, *listed, *drawn])))}
+    read = memory.versions(scope, list(dict.fromkeys([version_id, *listed, *drawn])))
+    retracted = _retractions(memory, scope, read) if known_at else {}
+    found = {v.version_id: _filed_by(v, known_at, retracted) for v in read}
     for v in found.values():  # an erased version has no value left to show, and says so
         graph.nodes[f"f:{v.version_id}"]["value"] = "[erased]" if v.erased else f"{number(v.value)} {v.unit}"
     return "lineage.html", {"version": found.get(version_id), "listed": [found[i] for i in listed if i in found],
@@ -268,13 +269,16 @@ def lineage(memory: Memory, scope: Scope, p: Params) -> Page:
                             "page": page, "pages": pages}
 
 
-def _filed_by(version: Any, known_at: dt.datetime | None) -> Any:
-    """``version`` with only the filings recorded by ``known_at``: ``Memory.lineage``
-    leaves out evidence recorded later, so the header and rows must not name a filing
-    the drawing (and the API) say was not known yet (``Memory.versions`` reads them all)."""
+def _filed_by(version: Any, known_at: dt.datetime | None, retracted: Mapping[str, dt.datetime]) -> Any:
+    """``version``'s filings as recorded by ``known_at``: ``Memory.lineage`` leaves out
+    evidence recorded later, so the header and rows must not name a filing the drawing
+    (and the API) say was not known yet, nor mark retracted one withdrawn after it
+    (``Memory.versions`` reads them as of now). ``retracted``: each retracted source's time."""
     if known_at is None:
         return version
-    return version.model_copy(update={"sources": tuple(e for e in version.sources if e.recorded_at <= known_at)})
+    return version.model_copy(update={"sources": tuple(
+        e.model_copy(update={"retracted": e.retracted and retracted.get(e.source_id, known_at) <= known_at})
+        for e in version.sources if e.recorded_at <= known_at)})
 
 
 # ---------------------------------------------------------------- 5 a screen
