@@ -247,6 +247,33 @@ def test_a_lineage_as_recorded_before_a_retraction_shows_its_filing_live(review)
     assert marked(http.get("/lineage", params={"version": version.version_id}))
 
 
+def test_an_impacts_derivation_links_keep_its_known_at(review):
+    """Withdrawing k as recorded by T reaches derivation D (k's figure doubled); D's
+    output is derived again only after T. Every link to D's own impact on that page
+    (drawn node, recompute order, table row) must open it as recorded by T, not as of
+    now with the later derivation the preview never knew."""
+    mem, d = review["mem"], Scope(tenant=f"test-review-ui-chain-{uuid.uuid4().hex[:12]}")
+    mem.put_entity(d, Entity(id="E"))
+    _filing(mem, d, "k", (2, 24))
+    version = _fact(mem, d, "rev", 100, "k")
+
+    def double(name, of):
+        return mem.derive(d, method="double", method_version="1", params={}, inputs={"x": of.version_id},
+                          output=FactIn(entity="E", attribute=name, unit="USD", value=2 * of.value, period=YEAR_END))
+    twice = double("twice", version)
+    at = mem.server_now()
+    double("four_times", twice)
+    http = TestClient(build_app(mem, scope=d), base_url="http://127.0.0.1", raise_server_exceptions=False)
+    page = http.get("/source", params={"id": "k", "known_at": at.isoformat()})
+    assert page.status_code == 200 and "four_times" not in page.text
+    links = _links(page, "/source?id=derivation")
+    assert len(links) == 3, links
+    for link in links:
+        impact = http.get(link)
+        assert impact.status_code == 200 and "twice" in impact.text
+        assert "four_times" not in impact.text, link
+
+
 # ---------------------------------------------------------------- times
 
 
