@@ -274,6 +274,27 @@ def test_an_impacts_derivation_links_keep_its_known_at(review):
         assert "four_times" not in impact.text, link
 
 
+def test_a_lineages_links_to_a_sources_impact_keep_its_known_at(review):
+    """The lineage of k's figure as recorded by T links k (its drawn node, "impact of
+    its first source"); the figure is derived from only after T. Those links must open
+    k's impact as recorded by T, not as of now with a derivation the lineage never knew."""
+    mem, d = review["mem"], Scope(tenant=f"test-review-ui-origin-{uuid.uuid4().hex[:12]}")
+    mem.put_entity(d, Entity(id="E"))
+    _filing(mem, d, "k", (2, 24))
+    version = _fact(mem, d, "rev", 100, "k")
+    at = mem.server_now()
+    mem.derive(d, method="double", method_version="1", params={}, inputs={"x": version.version_id},
+               output=FactIn(entity="E", attribute="twice", unit="USD", value=Decimal(200), period=YEAR_END))
+    http = TestClient(build_app(mem, scope=d), base_url="http://127.0.0.1", raise_server_exceptions=False)
+    page = http.get("/lineage", params={"version": version.version_id, "known_at": at.isoformat()})
+    assert page.status_code == 200
+    links = [x for x in _links(page, "/source?id=k") if "derivation" not in x]
+    assert len(links) >= 2, links
+    for link in links:
+        impact = http.get(link)
+        assert impact.status_code == 200 and "twice" not in impact.text, link
+
+
 # ---------------------------------------------------------------- times
 
 
