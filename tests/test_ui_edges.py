@@ -99,6 +99,20 @@ def test_a_key_of_the_default_definition_or_no_unit_opens_beside_its_siblings(re
     assert 'id="value"' in page.text and _value(page) == ("90 USD" if attribute == "rev" else shown)
 
 
+
+def test_a_screen_of_a_definition_opens_as_a_panel_of_it(review):
+    """A screen of the non-GAAP revenue (120) offers "as a panel": the panel must show
+    that definition's figures too, not the default definition's (100, then 90)."""
+    http = review["http"]
+    screen = http.get("/screen", params={"attribute": "rev", "frame": "CY2015Q4I", "definition": "non-GAAP",
+                                         "cutoff": "2016-05-11"})
+    assert screen.status_code == 200 and "120 USD" in _text(screen.text.split('id="screen"', 1)[1])
+    link = next(x for x in _links(screen, "/panel?"))
+    panel = http.get(link)
+    assert panel.status_code == 200, _text(panel.text)[-300:]
+    cells = _text(panel.text.split('id="panel"', 1)[1].split("</table>", 1)[0])
+    assert "120" in cells and "90" not in cells and "100" not in cells, (link, cells)
+
 # ---------------------------------------------------------------- search
 
 

@@ -336,11 +336,13 @@ def _panel_rows(result: Panel, entities: Sequence[str]) -> list[dict[str, Any]]:
 def panel(memory: Memory, scope: Scope, p: Params) -> Page:
     """A point-in-time panel (``Memory.panel``) as a table: entities (and frames) down,
     cutoffs across, each value a link to its key at that cutoff; a page of entities at a
-    time. ``frames=`` and ``cutoffs=`` are parsed by ``graphmem panel``'s own parsers."""
+    time. ``frames=`` and ``cutoffs=`` are parsed by ``graphmem panel``'s own parsers;
+    ``definition=`` is a screen's (default: the key's own), so a screen's "as a panel"
+    shows the figures it screened."""
     attribute, item = p.text("attribute"), p.text("item", limit=64)
     latest = p.choice("latest", tuple(LATEST), None)
     frames_text, cutoffs_text = p.text("frames", limit=PANEL_TEXT_BYTES), p.text("cutoffs", limit=PANEL_TEXT_BYTES)
-    known_at, unit = p.time("known_at"), p.text("unit")
+    known_at, unit, definition = p.time("known_at"), p.text("unit"), p.text("definition") or ""
     context: dict[str, Any] = {"result": None, "latests": tuple(LATEST)}
     if attribute is None and item is None:
         return "panel.html", context
@@ -354,7 +356,8 @@ def panel(memory: Memory, scope: Scope, p: Params) -> Page:
                                     "(the command line's graphmem panel takes more)")
     asked: Any = lineitems.load()[item] if item else attribute
     result = memory.panel(scope, attribute=asked, frames=panel_args.frames(frames_text, "frames")
-                          if frames_text else None, latest=latest, cutoffs=times, known_at=known_at, unit=unit)
+                          if frames_text else None, latest=latest, cutoffs=times, known_at=known_at, unit=unit,
+                          definition=definition)
     entities = sorted({c.entity for c in result.cells})
     size = max(1, ROWS_PER_PAGE // max(1, len(result.frames)))
     page, pages = p.page(len(entities), size)
