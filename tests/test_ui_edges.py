@@ -113,6 +113,21 @@ def test_a_screen_of_a_definition_opens_as_a_panel_of_it(review):
     cells = _text(panel.text.split('id="panel"', 1)[1].split("</table>", 1)[0])
     assert "120" in cells and "90" not in cells and "100" not in cells, (link, cells)
 
+
+def test_a_screens_form_keeps_its_definition(review):
+    """A screen of the non-GAAP revenue (120), asked again from its own form at another
+    cutoff: the answer must stay the non-GAAP one, not fall back to the default
+    definition's (90) because the form has no field for it."""
+    http = review["http"]
+    screen = http.get("/screen", params={"attribute": "rev", "frame": "CY2015Q4I", "definition": "non-GAAP",
+                                         "cutoff": "2016-05-11"})
+    form = screen.text.split('<form method="get" autocomplete="off" action="/screen"', 1)[1].split("</form>", 1)[0]
+    fields = dict(re.findall(r'<input[^>]*name="(\w+)"[^>]*value="([^"]*)"', form))
+    again = http.get("/screen", params={**fields, "cutoff": "2016-06-30"})
+    assert again.status_code == 200
+    rows = _text(again.text.split('id="screen"', 1)[1].split("</table>", 1)[0])
+    assert "120 USD" in rows and "90 USD" not in rows, (fields, rows)
+
 # ---------------------------------------------------------------- search
 
 
