@@ -324,6 +324,18 @@ def test_a_lineages_links_to_a_sources_impact_keep_its_known_at(review):
         assert impact.status_code == 200 and "twice" not in impact.text, link
 
 
+def test_a_source_read_at_depth_0_still_counts_what_it_evidences(review):
+    """depth=0 cuts the impact preview before its first step: the header's "It evidences
+    N fact versions directly" must still count the versions the filing evidences, not
+    claim 0 (the 10-K files five)."""
+    http = review["http"]
+    said = lambda page: _text(re.search(r"<p>It evidences.*?</p>", page.text).group(0)).strip()  # noqa: E731
+    full = http.get("/source", params={"id": "k"})
+    assert said(full) == "It evidences 5 fact versions directly."
+    cut = http.get("/source", params={"id": "k", "depth": "0"})
+    assert cut.status_code == 200 and said(cut) == said(full)
+
+
 # ---------------------------------------------------------------- times
 
 

@@ -237,10 +237,17 @@ def source(memory: Memory, scope: Scope, p: Params) -> Page:
     report = memory.impact(scope, source_id=source_id, cutoff=cutoff, known_at=known_at, max_depth=depth)
     graph, marks = _impact_graph(report, record)
     page, pages = p.page(len(report.items), ROWS_PER_PAGE)
+    first = report if depth != 0 else memory.impact(scope, source_id=source_id, cutoff=cutoff,
+                                                     known_at=report.known_at, max_depth=1)
     return "source.html", {
         "source": record, "report": report, "items": _window(report.items, page, ROWS_PER_PAGE),
-        "page": page, "pages": pages, "drawing": plot.graph_plot(graph, marks),
-        "evidences": sum(1 for i in report.items if i.kind == "fact" and i.depth == 1)}
+        "page": page, "pages": pages, "drawing": plot.graph_plot(graph, marks), "evidences": _evidences(first)}
+
+
+def _evidences(report: Any) -> int:
+    """The fact versions a source evidences: its impact's first step. A preview cut at
+    depth 0 has none, so the page reads one step for the count (it files them all the same)."""
+    return sum(1 for i in report.items if i.kind == "fact" and i.depth == 1)
 
 
 # ---------------------------------------------------------------- 4 lineage
