@@ -167,6 +167,18 @@ def test_a_search_text_refused_names_the_field_it_was_typed_in(review, q):
     error = _text(page.text.split('id="error"', 1)[1].split("</p>", 1)[0]).strip(" >")
     assert error.startswith("q: "), error
 
+
+def test_a_searchs_form_keeps_its_limit(review):
+    """A search asked for one hit (limit=1), asked again from its own form at another
+    cutoff: it must still return one hit, not the default 20."""
+    http = review["http"]
+    page = http.get("/", params={"q": "rev", "type": "fact", "limit": "1"})
+    assert page.status_code == 200 and page.text.count("<tr class=") == 1
+    form = page.text.split('<form method="get" autocomplete="off" action="/"', 1)[1].split("</form>", 1)[0]
+    fields = [(n, v) for n, v in re.findall(r'<input[^>]*name="(\w+)"[^>]*value="([^"]*)"', form) if n != "type"]
+    again = http.get("/", params=[*fields, ("type", "fact"), ("cutoff", "2016-05-11")])
+    assert again.status_code == 200 and again.text.count("<tr class=") == 1, fields
+
 # ---------------------------------------------------------------- agent memory
 
 
