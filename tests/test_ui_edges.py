@@ -99,6 +99,35 @@ def test_a_key_of_the_default_definition_or_no_unit_opens_beside_its_siblings(re
     assert 'id="value"' in page.text and _value(page) == ("90 USD" if attribute == "rev" else shown)
 
 
+
+def test_a_screen_of_a_definition_opens_as_a_panel_of_it(review):
+    """A screen of the non-GAAP revenue (120) offers "as a panel": the panel must show
+    that definition's figures too, not the default definition's (100, then 90)."""
+    http = review["http"]
+    screen = http.get("/screen", params={"attribute": "rev", "frame": "CY2015Q4I", "definition": "non-GAAP",
+                                         "cutoff": "2016-05-11"})
+    assert screen.status_code == 200 and "120 USD" in _text(screen.text.split('id="screen"', 1)[1])
+    link = next(x for x in _links(screen, "/panel?"))
+    panel = http.get(link)
+    assert panel.status_code == 200, _text(panel.text)[-300:]
+    cells = _text(panel.text.split('id="panel"', 1)[1].split("</table>", 1)[0])
+    assert "120" in cells and "90" not in cells and "100" not in cells, (link, cells)
+
+
+def test_a_screens_form_keeps_its_definition(review):
+    """A screen of the non-GAAP revenue (120), asked again from its own form at another
+    cutoff: the answer must stay the non-GAAP one, not fall back to the default
+    definition's (90) because the form has no field for it."""
+    http = review["http"]
+    screen = http.get("/screen", params={"attribute": "rev", "frame": "CY2015Q4I", "definition": "non-GAAP",
+                                         "cutoff": "2016-05-11"})
+    form = screen.text.split('<form method="get" autocomplete="off" action="/screen"', 1)[1].split("</form>", 1)[0]
+    fields = dict(re.findall(r'<input[^>]*name="(\w+)"[^>]*value="([^"]*)"', form))
+    again = http.get("/screen", params={**fields, "cutoff": "2016-06-30"})
+    assert again.status_code == 200
+    rows = _text(again.text.split('id="screen"', 1)[1].split("</table>", 1)[0])
+    assert "120 USD" in rows and "90 USD" not in rows, (fields, rows)
+
 # ---------------------------------------------------------------- search
 
 
@@ -126,6 +155,29 @@ def test_an_entitys_memories_link_keeps_the_searchs_times(review):
     hits = _text(http.get(link).text.split('class="hits"', 1)[1])
     assert "100 USD" in hits and "90 USD" not in hits
 
+
+
+@pytest.mark.parametrize("q", ["the of", "!!!", " ".join(f"w{i}" for i in range(300))])
+def test_a_search_text_refused_names_the_field_it_was_typed_in(review, q):
+    """Only stop words, only punctuation, or too many words: the search refuses the
+    text, and the page must name the field the analyst typed it in (q), not the API's
+    argument (text), which is no field of the page."""
+    page = review["http"].get("/", params={"q": q})
+    assert page.status_code == 400
+    error = _text(page.text.split('id="error"', 1)[1].split("</p>", 1)[0]).strip(" >")
+    assert error.startswith("q: "), error
+
+
+def test_a_searchs_form_keeps_its_limit(review):
+    """A search asked for one hit (limit=1), asked again from its own form at another
+    cutoff: it must still return one hit, not the default 20."""
+    http = review["http"]
+    page = http.get("/", params={"q": "rev", "type": "fact", "limit": "1"})
+    assert page.status_code == 200 and page.text.count("<tr class=") == 1
+    form = page.text.split('<form method="get" autocomplete="off" action="/"', 1)[1].split("</form>", 1)[0]
+    fields = [(n, v) for n, v in re.findall(r'<input[^>]*name="(\w+)"[^>]*value="([^"]*)"', form) if n != "type"]
+    again = http.get("/", params=[*fields, ("type", "fact"), ("cutoff", "2016-05-11")])
+    assert again.status_code == 200 and again.text.count("<tr class=") == 1, fields
 
 # ---------------------------------------------------------------- agent memory
 
@@ -157,6 +209,143 @@ def test_lineage_of_an_erased_version_shows_it_erased(review):
     assert len(facts) == 2 and all("[erased]" in t for t in facts), subs
     header = _text(up.text.split("</h1>", 1)[1].split("</p>", 1)[0])
     assert "[erased]" in header and "None" not in header
+
+
+def test_lineage_turns_direction_from_a_later_page(review, monkeypatch):
+    """Upstream of the derived figure lists two fact versions (itself and its input),
+    downstream one. On upstream's page 2 the "downstream" link must open downstream's
+    first page, not carry page=2 into a list of one page (a 400)."""
+    from graphmem.ui import pages
+
+    monkeypatch.setattr(pages, "ROWS_PER_PAGE", 1)
+    http = review["http"]
+    up = http.get("/lineage", params={"version": review["derived"].version_id, "page": "2"})
+    assert up.status_code == 200 and "page 2 of 2" in up.text
+    down = next(x for x in _links(up, "/lineage?") if "direction=downstream" in x)
+    page = http.get(down)
+    assert page.status_code == 200, (down, _text(page.text)[-300:])
+    assert "Lineage downstream" in page.text
+
+
+def test_an_impacts_rows_link_the_lineage_as_recorded_by_its_known_at(review):
+    """A filing's impact as recorded by T lists the version it evidences; the version is
+    evidenced by a second filing only after T. The row's lineage link must show the
+    lineage as recorded by T too (as the drawn node's link does), not as of now with a
+    filing the impact preview never knew."""
+    mem, d = review["mem"], Scope(tenant=f"test-review-ui-impact-{uuid.uuid4().hex[:12]}")
+    mem.put_entity(d, Entity(id="E"))
+    _filing(mem, d, "k", (2, 24))
+    version = _fact(mem, d, "rev", 100, "k")
+    at = mem.server_now()
+    _filing(mem, d, "later", (3, 1))
+    _fact(mem, d, "rev", 100, "later")  # the same value: the version gains a second filing
+    http = TestClient(build_app(mem, scope=d), base_url="http://127.0.0.1", raise_server_exceptions=False)
+    page = http.get("/source", params={"id": "k", "known_at": at.isoformat()})
+    assert page.status_code == 200
+    table = page.text.split("<th>what</th>", 1)[1].split("</table>", 1)[0]
+    row = next(x.replace("&amp;", "&") for x in re.findall(r'href="(/lineage\?[^"]*)"', table))
+    assert version.version_id in row
+    lineage = http.get(row)
+    assert lineage.status_code == 200
+    drawn = lineage.text.split('<svg class="graph"', 1)[1].split("</svg>", 1)[0]
+    assert "source?id=k" in drawn and "source?id=later" not in drawn, row
+
+
+def test_a_lineage_as_recorded_by_a_known_at_names_the_filings_known_then(review):
+    """A version filed by k, then (after T) by a second filing of the same value: its
+    lineage as recorded by T (Memory.lineage leaves out evidence recorded later) must
+    not name the later filing in its header or its rows either - the page would say
+    the version stood on a filing the drawing, and the API, say was not known yet."""
+    mem, d = review["mem"], Scope(tenant=f"test-review-ui-known-{uuid.uuid4().hex[:12]}")
+    mem.put_entity(d, Entity(id="E"))
+    _filing(mem, d, "k", (2, 24))
+    version = _fact(mem, d, "rev", 100, "k")
+    at = mem.server_now()
+    _filing(mem, d, "later", (3, 1))
+    _fact(mem, d, "rev", 100, "later")
+    assert "s:later" not in mem.lineage(d, version.version_id, known_at=at)
+    http = TestClient(build_app(mem, scope=d), base_url="http://127.0.0.1", raise_server_exceptions=False)
+    page = http.get("/lineage", params={"version": version.version_id, "known_at": at.isoformat()})
+    assert page.status_code == 200 and "source?id=k" in page.text
+    assert "source?id=later" not in page.text
+    assert "source?id=later" in http.get("/lineage", params={"version": version.version_id}).text
+
+
+def test_a_lineage_as_recorded_before_a_retraction_shows_its_filing_live(review):
+    """A filing retracted after T: the lineage as recorded by T must not mark it
+    retracted (as_of at T still reads the version it files); as of now it must."""
+    mem, d = review["mem"], Scope(tenant=f"test-review-ui-retract-{uuid.uuid4().hex[:12]}")
+    mem.put_entity(d, Entity(id="E"))
+    _filing(mem, d, "k", (2, 24))
+    version = _fact(mem, d, "rev", 100, "k")
+    at = mem.server_now()
+    mem.retract_source(d, "k", reason="withdrawn")
+    assert mem.as_of(d, entity="E", attribute="rev", period=YEAR_END, unit="USD", cutoff=at, known_at=at).version
+    http = TestClient(build_app(mem, scope=d), base_url="http://127.0.0.1", raise_server_exceptions=False)
+    marked = lambda page: re.findall(r'<a href="/source\?id=k" class="retracted"', page.text)  # noqa: E731
+    then = http.get("/lineage", params={"version": version.version_id, "known_at": at.isoformat()})
+    assert then.status_code == 200 and "source?id=k" in then.text and not marked(then)
+    assert marked(http.get("/lineage", params={"version": version.version_id}))
+
+
+def test_an_impacts_derivation_links_keep_its_known_at(review):
+    """Withdrawing k as recorded by T reaches derivation D (k's figure doubled); D's
+    output is derived again only after T. Every link to D's own impact on that page
+    (drawn node, recompute order, table row) must open it as recorded by T, not as of
+    now with the later derivation the preview never knew."""
+    mem, d = review["mem"], Scope(tenant=f"test-review-ui-chain-{uuid.uuid4().hex[:12]}")
+    mem.put_entity(d, Entity(id="E"))
+    _filing(mem, d, "k", (2, 24))
+    version = _fact(mem, d, "rev", 100, "k")
+
+    def double(name, of):
+        return mem.derive(d, method="double", method_version="1", params={}, inputs={"x": of.version_id},
+                          output=FactIn(entity="E", attribute=name, unit="USD", value=2 * of.value, period=YEAR_END))
+    twice = double("twice", version)
+    at = mem.server_now()
+    double("four_times", twice)
+    http = TestClient(build_app(mem, scope=d), base_url="http://127.0.0.1", raise_server_exceptions=False)
+    page = http.get("/source", params={"id": "k", "known_at": at.isoformat()})
+    assert page.status_code == 200 and "four_times" not in page.text
+    links = _links(page, "/source?id=derivation")
+    assert len(links) == 3, links
+    for link in links:
+        impact = http.get(link)
+        assert impact.status_code == 200 and "twice" in impact.text
+        assert "four_times" not in impact.text, link
+
+
+def test_a_lineages_links_to_a_sources_impact_keep_its_known_at(review):
+    """The lineage of k's figure as recorded by T links k (its drawn node, "impact of
+    its first source"); the figure is derived from only after T. Those links must open
+    k's impact as recorded by T, not as of now with a derivation the lineage never knew."""
+    mem, d = review["mem"], Scope(tenant=f"test-review-ui-origin-{uuid.uuid4().hex[:12]}")
+    mem.put_entity(d, Entity(id="E"))
+    _filing(mem, d, "k", (2, 24))
+    version = _fact(mem, d, "rev", 100, "k")
+    at = mem.server_now()
+    mem.derive(d, method="double", method_version="1", params={}, inputs={"x": version.version_id},
+               output=FactIn(entity="E", attribute="twice", unit="USD", value=Decimal(200), period=YEAR_END))
+    http = TestClient(build_app(mem, scope=d), base_url="http://127.0.0.1", raise_server_exceptions=False)
+    page = http.get("/lineage", params={"version": version.version_id, "known_at": at.isoformat()})
+    assert page.status_code == 200
+    links = [x for x in _links(page, "/source?id=k") if "derivation" not in x]
+    assert len(links) >= 2, links
+    for link in links:
+        impact = http.get(link)
+        assert impact.status_code == 200 and "twice" not in impact.text, link
+
+
+def test_a_source_read_at_depth_0_still_counts_what_it_evidences(review):
+    """depth=0 cuts the impact preview before its first step: the header's "It evidences
+    N fact versions directly" must still count the versions the filing evidences, not
+    claim 0 (the 10-K files five)."""
+    http = review["http"]
+    said = lambda page: _text(re.search(r"<p>It evidences.*?</p>", page.text).group(0)).strip()  # noqa: E731
+    full = http.get("/source", params={"id": "k"})
+    assert said(full) == "It evidences 5 fact versions directly."
+    cut = http.get("/source", params={"id": "k", "depth": "0"})
+    assert cut.status_code == 200 and said(cut) == said(full)
 
 
 # ---------------------------------------------------------------- times

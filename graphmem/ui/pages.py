@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
@@ -123,6 +124,22 @@ def iso(value: dt.datetime | None) -> str:
 
 # ---------------------------------------------------------------- 1 search
 
+SEARCH_FIELDS = {"text": "q", "task_id": "task"}  # the API's argument -> the page's parameter
+
+
+@contextmanager
+def _fields(names: Mapping[str, str]) -> Iterator[None]:
+    """An InputError the API raises naming its own argument (``text``), named by the
+    page's parameter the analyst typed it in (``q``): the message must point at a field
+    of the page."""
+    try:
+        yield
+    except InputError as exc:
+        if exc.where not in names:
+            raise
+        raise InputError(names[exc.where], exc.reason) from exc
+
+
 
 def search(memory: Memory, scope: Scope, p: Params) -> Page:
     text = p.text("q", limit=limits.SEARCH_TEXT_BYTES)
@@ -134,10 +151,11 @@ def search(memory: Memory, scope: Scope, p: Params) -> Page:
     cutoff, known_at = p.time("cutoff"), p.time("known_at")
     found = {"result": None, "source": None, "entity": None}
     if text or entity or task:
-        found["result"] = memory.search(
-            scope, text=text, types=types or None, entity=entity, task_id=task, cutoff=cutoff,
-            known_at=known_at, require=Require(min_authority=authority) if authority else None,
-            limit=limit or 20, match=match or "all")
+        with _fields(SEARCH_FIELDS):
+            found["result"] = memory.search(
+                scope, text=text, types=types or None, entity=entity, task_id=task, cutoff=cutoff,
+                known_at=known_at, require=Require(min_authority=authority) if authority else None,
+                limit=limit or 20, match=match or "all")
     if text and " " not in text and len(text.encode()) <= limits.IDENTIFIER_BYTES:  # an exact id?
         found["source"] = memory.source(scope, text)
         found["entity"] = memory.entity(scope, text)
@@ -219,10 +237,17 @@ def source(memory: Memory, scope: Scope, p: Params) -> Page:
     report = memory.impact(scope, source_id=source_id, cutoff=cutoff, known_at=known_at, max_depth=depth)
     graph, marks = _impact_graph(report, record)
     page, pages = p.page(len(report.items), ROWS_PER_PAGE)
+    first = report if depth != 0 else memory.impact(scope, source_id=source_id, cutoff=cutoff,
+                                                     known_at=report.known_at, max_depth=1)
     return "source.html", {
         "source": record, "report": report, "items": _window(report.items, page, ROWS_PER_PAGE),
-        "page": page, "pages": pages, "drawing": plot.graph_plot(graph, marks),
-        "evidences": sum(1 for i in report.items if i.kind == "fact" and i.depth == 1)}
+        "page": page, "pages": pages, "drawing": plot.graph_plot(graph, marks), "evidences": _evidences(first)}
+
+
+def _evidences(report: Any) -> int:
+    """The fact versions a source evidences: its impact's first step. A preview cut at
+    depth 0 has none, so the page reads one step for the count (it files them all the same)."""
+    return sum(1 for i in report.items if i.kind == "fact" and i.depth == 1)
 
 
 # ---------------------------------------------------------------- 4 lineage
@@ -234,19 +259,33 @@ def lineage(memory: Memory, scope: Scope, p: Params) -> Page:
     are read."""
     version_id = p.text("version", required=True)
     direction = p.choice("direction", ("upstream", "downstream"), "upstream")
-    depth = p.number("depth", None, 0, limits.DEPTH)
-    graph = memory.lineage(scope, version_id, direction or "upstream", depth, known_at=p.time("known_at"))
+    depth, known_at = p.number("depth", None, 0, limits.DEPTH), p.time("known_at")
+    graph = memory.lineage(scope, version_id, direction or "upstream", depth, known_at=known_at)
     facts = [n for n in plot.in_order(graph) if graph.nodes[n].get("kind") == "fact"]
     page, pages = p.page(len(facts), ROWS_PER_PAGE)
     listed = [n[2:] for n in _window(facts, page, ROWS_PER_PAGE)]
     drawn = [n[2:] for n in facts[:plot.MAX_NODES]]
-    found = {v.version_id: v for v in memory.versions(scope, list(dict.fromkeys([version_id, *listed, *drawn])))}
+    read = memory.versions(scope, list(dict.fromkeys([version_id, *listed, *drawn])))
+    retracted = _retractions(memory, scope, read) if known_at else {}
+    found = {v.version_id: _filed_by(v, known_at, retracted) for v in read}
     for v in found.values():  # an erased version has no value left to show, and says so
         graph.nodes[f"f:{v.version_id}"]["value"] = "[erased]" if v.erased else f"{number(v.value)} {v.unit}"
     return "lineage.html", {"version": found.get(version_id), "listed": [found[i] for i in listed if i in found],
                             "drawing": plot.graph_plot(graph, {f"f:{version_id}": "origin"}),
                             "direction": direction, "count": graph.number_of_nodes(), "facts": len(facts),
                             "page": page, "pages": pages}
+
+
+def _filed_by(version: Any, known_at: dt.datetime | None, retracted: Mapping[str, dt.datetime]) -> Any:
+    """``version``'s filings as recorded by ``known_at``: ``Memory.lineage`` leaves out
+    evidence recorded later, so the header and rows must not name a filing the drawing
+    (and the API) say was not known yet, nor mark retracted one withdrawn after it
+    (``Memory.versions`` reads them as of now). ``retracted``: each retracted source's time."""
+    if known_at is None:
+        return version
+    return version.model_copy(update={"sources": tuple(
+        e.model_copy(update={"retracted": e.retracted and retracted.get(e.source_id, known_at) <= known_at})
+        for e in version.sources if e.recorded_at <= known_at)})
 
 
 # ---------------------------------------------------------------- 5 a screen
@@ -304,11 +343,13 @@ def _panel_rows(result: Panel, entities: Sequence[str]) -> list[dict[str, Any]]:
 def panel(memory: Memory, scope: Scope, p: Params) -> Page:
     """A point-in-time panel (``Memory.panel``) as a table: entities (and frames) down,
     cutoffs across, each value a link to its key at that cutoff; a page of entities at a
-    time. ``frames=`` and ``cutoffs=`` are parsed by ``graphmem panel``'s own parsers."""
+    time. ``frames=`` and ``cutoffs=`` are parsed by ``graphmem panel``'s own parsers;
+    ``definition=`` is a screen's (default: the key's own), so a screen's "as a panel"
+    shows the figures it screened."""
     attribute, item = p.text("attribute"), p.text("item", limit=64)
     latest = p.choice("latest", tuple(LATEST), None)
     frames_text, cutoffs_text = p.text("frames", limit=PANEL_TEXT_BYTES), p.text("cutoffs", limit=PANEL_TEXT_BYTES)
-    known_at, unit = p.time("known_at"), p.text("unit")
+    known_at, unit, definition = p.time("known_at"), p.text("unit"), p.text("definition") or ""
     context: dict[str, Any] = {"result": None, "latests": tuple(LATEST)}
     if attribute is None and item is None:
         return "panel.html", context
@@ -322,7 +363,8 @@ def panel(memory: Memory, scope: Scope, p: Params) -> Page:
                                     "(the command line's graphmem panel takes more)")
     asked: Any = lineitems.load()[item] if item else attribute
     result = memory.panel(scope, attribute=asked, frames=panel_args.frames(frames_text, "frames")
-                          if frames_text else None, latest=latest, cutoffs=times, known_at=known_at, unit=unit)
+                          if frames_text else None, latest=latest, cutoffs=times, known_at=known_at, unit=unit,
+                          definition=definition)
     entities = sorted({c.entity for c in result.cells})
     size = max(1, ROWS_PER_PAGE // max(1, len(result.frames)))
     page, pages = p.page(len(entities), size)
