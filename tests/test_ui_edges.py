@@ -227,18 +227,26 @@ def test_lineage_turns_direction_from_a_later_page(review, monkeypatch):
     assert "Lineage downstream" in page.text
 
 
-def test_an_impacts_rows_link_the_lineage_as_recorded_by_its_known_at(review):
-    """A filing's impact as recorded by T lists the version it evidences; the version is
-    evidenced by a second filing only after T. The row's lineage link must show the
-    lineage as recorded by T too (as the drawn node's link does), not as of now with a
-    filing the impact preview never knew."""
-    mem, d = review["mem"], Scope(tenant=f"test-review-ui-impact-{uuid.uuid4().hex[:12]}")
+def _filed_again_after(mem, name: str):
+    """A version filed by k, then - after the time returned - by a second filing "later"
+    of the same value (the version gains evidence): its scope, the version and that time."""
+    d = Scope(tenant=f"test-review-ui-{name}-{uuid.uuid4().hex[:12]}")
     mem.put_entity(d, Entity(id="E"))
     _filing(mem, d, "k", (2, 24))
     version = _fact(mem, d, "rev", 100, "k")
     at = mem.server_now()
     _filing(mem, d, "later", (3, 1))
-    _fact(mem, d, "rev", 100, "later")  # the same value: the version gains a second filing
+    _fact(mem, d, "rev", 100, "later")
+    return d, version, at
+
+
+def test_an_impacts_rows_link_the_lineage_as_recorded_by_its_known_at(review):
+    """A filing's impact as recorded by T lists the version it evidences; the version is
+    evidenced by a second filing only after T. The row's lineage link must show the
+    lineage as recorded by T too (as the drawn node's link does), not as of now with a
+    filing the impact preview never knew."""
+    mem = review["mem"]
+    d, version, at = _filed_again_after(mem, "impact")
     http = TestClient(build_app(mem, scope=d), base_url="http://127.0.0.1", raise_server_exceptions=False)
     page = http.get("/source", params={"id": "k", "known_at": at.isoformat()})
     assert page.status_code == 200
@@ -256,13 +264,8 @@ def test_a_lineage_as_recorded_by_a_known_at_names_the_filings_known_then(review
     lineage as recorded by T (Memory.lineage leaves out evidence recorded later) must
     not name the later filing in its header or its rows either - the page would say
     the version stood on a filing the drawing, and the API, say was not known yet."""
-    mem, d = review["mem"], Scope(tenant=f"test-review-ui-known-{uuid.uuid4().hex[:12]}")
-    mem.put_entity(d, Entity(id="E"))
-    _filing(mem, d, "k", (2, 24))
-    version = _fact(mem, d, "rev", 100, "k")
-    at = mem.server_now()
-    _filing(mem, d, "later", (3, 1))
-    _fact(mem, d, "rev", 100, "later")
+    mem = review["mem"]
+    d, version, at = _filed_again_after(mem, "known")
     assert "s:later" not in mem.lineage(d, version.version_id, known_at=at)
     http = TestClient(build_app(mem, scope=d), base_url="http://127.0.0.1", raise_server_exceptions=False)
     page = http.get("/lineage", params={"version": version.version_id, "known_at": at.isoformat()})
