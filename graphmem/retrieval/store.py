@@ -72,10 +72,9 @@ def claim(memory: Any, scope: Scope, embedder: Embedder, row: dict[str, Any] | N
     probe = embedder.probe()
     row = row or memory.db.read_one("retrieval.space", **_params(scope))
     if row is None or row["name"] is None or (row["probe"] is None and row["name"] == embedder.name):
-        row = memory.write(scope, "retrieval.claim", lambda tx, at: tx.one(
-            "retrieval.claim", name=embedder.name, dims=embedder.dims, probe=probe, recorded_at=at,
-            **_params(scope)))
-    check_space(row, embedder)
+        memory.write(scope, "retrieval.claim", lambda tx, at: claim_in(tx, scope, embedder, probe, at))
+    else:
+        check_space(row, embedder)
 
 
 def checked(memory: Any, scope: Scope, embedder: Embedder) -> list[float]:
