@@ -198,19 +198,25 @@ def digest(*parts: Any, prefix: str = "", size: int = 24) -> str:
     directly, with the escaper ``json.dumps`` itself uses: the same bytes, a few times
     faster. Any other part takes ``json.dumps``.
     """
-    try:  # all text, none of it escaped by JSON (most digests): the parts joined as JSON writes them
-        joined = '","'.join(parts)
-    except TypeError:
-        joined = None
-    if parts and joined is not None and _ESCAPED.search(joined) is None:
-        payload = '["' + joined + '"]'
-    else:
+    payload = _plain_text(parts)
+    if payload is None:
         encoded = [encode_basestring(p) if type(p) is str else _json_part(p) for p in parts]  # text: no call
         if None in encoded:
             payload = json.dumps(parts, default=_iso, separators=(",", ":"), ensure_ascii=False)
         else:
             payload = "[" + ",".join(encoded) + "]"
     return prefix + hashlib.sha256(payload.encode()).hexdigest()[:size]
+
+
+def _plain_text(parts: tuple[Any, ...]) -> str | None:
+    """The parts as JSON when all are text that JSON writes as itself (most digests):
+    joined, with no escaper called; else None. Checked before the join, which would put
+    quotes of its own between them."""
+    try:
+        plain = bool(parts) and _ESCAPED.search("".join(parts)) is None
+    except TypeError:  # a part that is not text
+        return None
+    return '["' + '","'.join(parts) + '"]' if plain else None
 
 
 _ESCAPED = re.compile(r'[\x00-\x1f"\\]')  # what encode_basestring writes otherwise than as itself

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from graphmem import Authority, InputError, Memory, Scope
-from graphmem.values import digest, epoch, from_micros, parse_time
+from graphmem.values import _plain_text, digest, epoch, from_micros, parse_time
 
 
 def reference(*parts, prefix: str = "", size: int = 24) -> str:
@@ -44,6 +44,19 @@ def test_a_digest_of_text_alone_is_that_json_too(parts):
     """Text alone (most ids) takes a shorter route to the same bytes: the parts joined, when
     no part holds what JSON escapes."""
     assert digest(*parts) == reference(*parts)
+
+
+def test_plain_text_parts_take_the_joined_route():
+    """The shorter route is taken for what most ids are made of (it was not, once: the
+    check saw the quotes the join puts between the parts), and refused for a part JSON
+    escapes or one that is not text."""
+    parts = ("t:acme", "cik:0001318605", "us-gaap:Assets", "USD", "", "2015-12-31")
+    assert _plain_text(parts) == json.dumps(parts, separators=(",", ":"))
+    assert _plain_text(("a", 'say "b"')) is None
+    assert _plain_text(("a", "b\\c")) is None
+    assert _plain_text(("a", "line\nbreak")) is None
+    assert _plain_text(("a", None)) is None
+    assert _plain_text(()) is None
 
 
 def test_a_known_assertion_keeps_its_ids():
