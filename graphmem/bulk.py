@@ -159,6 +159,7 @@ class Build:
         self._pending: list[tuple[Any, ...]] = []  # assertions since the last flush, unless on disk
         self._on_disk = False  # they outgrew PENDING_ROWS: they are in the spool's table
         self._seq = 0  # the order assertions were made in
+        self._keys: dict[tuple[Any, ...], tuple[facts.KeySpec, tuple[Any, ...]]] = {}  # Build._key
         self._clocks: dict[str, str] = {}  # tenant -> its last recorded_at
         self._scopes: dict[str, Scope] = {}  # by scope id: a build names few
         self.totals = Totals()
@@ -261,26 +262,40 @@ class Build:
         sources, items = record_args(sources, items)
         at = self._next()
         new = self._new_sources(scope, sources)
-        keys = [facts.KeySpec.of(scope, fact) for fact in items]
+        named = [self._key(scope, fact) for fact in items]
         known = self._prepared(scope, items, new)
-        assertions = facts._assertions(scope, items, keys, known, 0)
+        assertions = facts._assertions(scope, items, [key for key, _ in named], known, 0)
         self._check_open(scope, items)
         recorded_at = at.isoformat()
+        times = {t: t.isoformat() for t in {a.available_by for a in assertions}}
         self._db.executemany(
             "INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
             [(facts.source_uid(scope, s.id), scope.id, s.id, s.kind, s.authority.value, s.publisher_id, s.uri,
               s.title, json.dumps(s.meta, sort_keys=True), s.available_by.isoformat(), recorded_at) for s in new])
         first, self._seq = self._seq, self._seq + len(assertions)
-        self._hold([
-            (first + n, a.key.uid, scope.id, facts.entity_uid(scope, a.key.entity), a.key.entity, a.key.attribute,
-             a.key.unit, a.key.definition, a.key.period_text, _date(a.key.period.start), a.key.period.end.isoformat(),
-             a.source_uid, a.idem, a.value_type, a.value, a.value_num, a.available_by.isoformat(), recorded_at)
-            for n, a in enumerate(assertions, 1)])
+        self._hold([(first + n, *named[a.row][1], a.source_uid, a.idem, a.value_type, a.value, a.value_num,
+                     times[a.available_by], recorded_at) for n, a in enumerate(assertions, 1)])
         entity_uids = sorted({facts.entity_uid(scope, fact.entity) for fact in items})
         self._db.executemany("UPDATE entities SET facts = 1 WHERE uid = ?", [(uid,) for uid in entity_uids])
         self._marks(scope, marks, recorded_at)
         self._commit(scope, at)
         return WriteReport(rows=len(items), sources_recorded=len(new), chunks=1)
+
+    def _key(self, scope: Scope, fact: FactIn) -> tuple[facts.KeySpec, tuple[Any, ...]]:
+        """The fact's key, and its columns of a pending row (``_KEY`` to ``_END``): one
+        KeySpec per key since the last flush (at most PENDING_ROWS of them), so that a key
+        reported again (a filing repeats the year before) is not hashed again."""
+        period = fact.period
+        memo = (scope.id, fact.entity, fact.attribute, fact.unit, fact.definition, period.start, period.end)
+        found = self._keys.get(memo)
+        if found is None:
+            if len(self._keys) >= PENDING_ROWS:
+                self._keys.clear()
+            key = facts.KeySpec.of(scope, fact)
+            found = self._keys[memo] = key, (
+                key.uid, scope.id, facts.entity_uid(scope, key.entity), key.entity, key.attribute, key.unit,
+                key.definition, key.period_text, _date(period.start), period.end.isoformat())
+        return found
 
     def _hold(self, rows: list[tuple[Any, ...]]) -> None:
         """Keep a transaction's assertions for the next flush (see the module docstring)."""
@@ -381,6 +396,7 @@ class Build:
         self._db.executemany("UPDATE entities SET flushed = 1 WHERE uid = ?", [(uid,) for uid in entities])
         self._db.execute("DELETE FROM pending")
         self._pending.clear()
+        self._keys.clear()
         self._on_disk = False
         self.totals.add(totals)
         return totals
