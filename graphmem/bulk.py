@@ -49,9 +49,9 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
-from . import facts, indexing
+from . import facts, importcsv, indexing
 from .errors import InputError
 from .importcsv import (
     ABOUT,
@@ -65,6 +65,7 @@ from .importcsv import (
     VERSION_OF,
     ImportInput,
     Layout,
+    text,
 )
 from .memory import entity_argument, record_args
 from .models import Authority, Entity, FactIn, Scope, Source, WriteReport, check_scope
@@ -76,6 +77,8 @@ class Sink(Protocol):
     """Where a build's nodes and relationships go (graphmem.importcsv.GraphCsv)."""
 
     def add(self, layout: Layout, row: Sequence[Any]) -> None: ...
+
+    def add_line(self, layout: Layout, line: str) -> None: ...
 
     def extend(self, part: ImportInput) -> None: ...
 
@@ -476,7 +479,8 @@ class _KeyWriter:
         self._totals = totals
         self._entities: dict[str, tuple[Scope, Entity]] = {}
         self._sources: dict[str, Source] = {}
-        self._feeds: dict[str, tuple[str, int]] = {}  # by source uid (a source is of one scope)
+        self._feeds: dict[str, _Feed] = {}  # by source uid (a source is of one scope)
+        self._scopes: dict[str, str] = {}  # a scope's fields of a line, by scope id
         self._patterns: dict[tuple[str, str, str], str] = {}
 
     def key(self, rows: list[tuple[Any, ...]]) -> None:
@@ -487,15 +491,18 @@ class _KeyWriter:
         # The key's index of its evidence (fact.create_versions; DESIGN.md, "Reading a
         # key with a long history"): one publisher at one authority, so one feed, every
         # version's top that authority's rank, nothing flagged; written_at is the last write.
-        publisher, rank = self._feed(first)
-        tiers = [len(versions) if t == rank else 0 for t in range(1, 5)]
+        feed = self._feed(first)
+        tiers = "\x1f".join([str(len(versions)) if t == feed.rank else "0" for t in range(1, 5)])
         written_at = max(row[_RECORDED] for v in versions for row in (v.first, *v.evidence))
-        self._sink.add(FACT_KEY, (first[_KEY], scope.tenant, scope.id, first[_ENTITY], first[_ATTRIBUTE], first[_UNIT],
-                                  first[_DEFINITION], first[_PERIOD], first[_START], first[_END], revision,
-                                  tiers, [f"{rank}{publisher}"], [], written_at))
-        self._sink.add(ABOUT, (first[_KEY], first[_ENTITY_UID]))
+        # lines as importcsv writes them (uids, ISO dates and times are written as they are: no quote in them)
+        key = first[_KEY]
+        self._sink.add_line(FACT_KEY, (
+            f'"{key}",{self._scope_fields(scope)},{text(first[_ENTITY])},{text(first[_ATTRIBUTE])},'
+            f'{text(first[_UNIT])},{text(first[_DEFINITION])},{text(first[_PERIOD])},{_date_field(first[_START])},'
+            f'"{first[_END]}",{revision},"{tiers}",{feed.feeds},,"{written_at}"\n'))
+        self._sink.add_line(ABOUT, f'"{key}","{first[_ENTITY_UID]}"\n')
         for version in versions:
-            self._version(version, publisher, rank)
+            self._version(scope, version, feed)
         self._totals.keys += 1
 
     def _decide(self, rows: list[tuple[Any, ...]]) -> list[_Version]:
@@ -532,31 +539,44 @@ class _KeyWriter:
             latest = row[_AVAILABLE]
         return versions
 
-    def _feed(self, row: tuple[Any, ...]) -> tuple[str, int]:
-        """The publisher and authority rank of the row's source, as ``source.create`` stores them."""
+    def _feed(self, row: tuple[Any, ...]) -> _Feed:
+        """The row's source's publisher and authority rank, as ``source.create`` stores
+        them, with their fields of a key's and an evidence's line."""
         found = self._feeds.get(row[_SOURCE])
         if found is None:
             scope, _ = self._entity(row[_ENTITY_UID])
             params = facts.source_params(scope, self._source(row[_SOURCE]))
-            found = self._feeds[row[_SOURCE]] = params["publisher"], params["rank"]
+            publisher, rank = params["publisher"], params["rank"]
+            found = self._feeds[row[_SOURCE]] = _Feed(
+                rank, importcsv.field([f"{rank}{publisher}"], FACT_KEY, _FEEDS), f"{text(publisher)},{rank}")
         return found
 
-    def _version(self, v: _Version, publisher: str, rank: int) -> None:
+    def _scope_fields(self, scope: Scope) -> str:
+        """A scope's tenant and id fields of a line (its id is JSON: it has quotes to double)."""
+        found = self._scopes.get(scope.id)
+        if found is None:
+            found = self._scopes[scope.id] = f"{text(scope.tenant)},{text(scope.id)}"
+        return found
+
+    def _version(self, scope: Scope, v: _Version, feed: _Feed) -> None:
         first = v.first
-        scope, _ = self._entity(first[_ENTITY_UID])
         value_hash = digest(v.value_type, v.value)
-        text = self._pattern("create", first).format(
+        search = self._pattern("create", first).format(
             v.version_id, first[_IDEM], first[_SOURCE], v.value, v.value_type, value_hash, first[_KEY], first[_ENTITY],
             first[_ENTITY_UID], first[_ATTRIBUTE], first[_UNIT], first[_DEFINITION], first[_PERIOD])
         for row in v.evidence:
-            text += self._pattern("append", row).format(row[_IDEM], row[_SOURCE], v.version_id)
-        self._sink.add(FACT, (v.version_id, scope.tenant, scope.id, first[_KEY], v.value, v.value_type, first[_NUM],
-                              value_hash, first[_END], first[_START], first[_AVAILABLE], first[_RECORDED], v.revision,
-                              self._pattern("scope_token", first), text))
-        self._sink.add(VERSION_OF, (v.version_id, first[_KEY]))
+            search += self._pattern("append", row).format(row[_IDEM], row[_SOURCE], v.version_id)
+        key, vid = first[_KEY], v.version_id
+        number = importcsv.field(first[_NUM], FACT, _VALUE_NUM)
+        token = text(self._pattern("scope_token", first))
+        self._sink.add_line(FACT, (
+            f'"{vid}",{self._scope_fields(scope)},"{key}",{text(v.value)},{text(v.value_type)},{number},'
+            f'"{value_hash}","{first[_END]}",{_date_field(first[_START])},"{first[_AVAILABLE]}",'
+            f'"{first[_RECORDED]}",{v.revision},{token},{text(search)}\n'))
+        self._sink.add_line(VERSION_OF, f'"{vid}","{key}"\n')
         for row in (first, *v.evidence):
-            self._sink.add(EVIDENCED_BY, (v.version_id, row[_SOURCE], row[_IDEM], row[_AVAILABLE], row[_RECORDED],
-                                          first[_KEY], publisher, rank))
+            self._sink.add_line(EVIDENCED_BY, f'"{vid}","{row[_SOURCE]}","{row[_IDEM]}","{row[_AVAILABLE]}",'
+                                              f'"{row[_RECORDED]}","{key}",{feed.fields}\n')
 
     # what a flush's keys share, cached for the flush
 
@@ -588,6 +608,23 @@ class _KeyWriter:
                 | _flat("s1" if which == "create" else "s2", facts.source_params(scope, source)))
             found = self._patterns[cache] = template.pattern(_SLOTS[which])
         return found
+
+
+class _Feed(NamedTuple):
+    """A source's publisher at its authority, as a key's and an evidence's lines hold it."""
+
+    rank: int
+    feeds: str  # the key's ``feeds`` field
+    fields: str  # the evidence's ``publisher`` and ``top`` fields
+
+
+_FEEDS = FACT_KEY.names.index("feeds")
+_VALUE_NUM = FACT.names.index("value_num")
+
+
+def _date_field(iso: str | None) -> str:
+    """An ISO date field of a line; None, no property, as an empty field."""
+    return "" if iso is None else f'"{iso}"'
 
 
 # what a version's (or evidence's) own values fill in, by template

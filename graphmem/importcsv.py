@@ -124,6 +124,12 @@ class _File:
         self.rows += len(self._pending)
         self._pending.clear()
 
+    def add_line(self, line: str) -> None:
+        """One row formatted by the caller (``GraphCsv.add_line``)."""
+        self._pending.append(line)
+        if len(self._pending) >= _BATCH:
+            self.flush()
+
     def extend(self, path: Path, rows: int, multiline: bool, longest: int) -> None:
         """Append the rows of another file of this layout (written by another GraphCsv)."""
         self.flush()
@@ -148,6 +154,19 @@ class _File:
     def close(self) -> None:
         self.flush()
         self._handle.close()
+
+
+def text(value: str) -> str:
+    """A text field as a line holds it (see ``GraphCsv.add_line``): quoted, a quote doubled."""
+    return '"' + value.replace('"', '""') + '"'
+
+
+def field(value: Any, layout: Layout, column: int) -> str:
+    """Any value of ``layout``'s ``column`` as a line holds it (an array as ``array``)."""
+    if layout.types[column].endswith("[]"):
+        joined = _array(value, layout, column)
+        return "" if joined is None else text(joined)
+    return _field(value, layout, column)
 
 
 def _field(value: Any, layout: Layout, column: int) -> str:
@@ -215,6 +234,13 @@ class GraphCsv:
     def add(self, layout: Layout, row: Sequence[Any]) -> None:
         """One node or relationship: its values in the layout's column order."""
         self._file(layout).add(row)
+
+    def add_line(self, layout: Layout, line: str) -> None:
+        """One node or relationship already formatted as a line of the layout's file, its
+        fields as :func:`field` and :func:`text` write them and the line break: for a
+        writer that knows its values (ids and ISO times hold no quote to double) and
+        writes many rows, where a field at a time took twice as long."""
+        self._file(layout).add_line(line)
 
     def _file(self, layout: Layout) -> _File:
         file = self._files.get(layout.file)
