@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
-from typing import Any, NamedTuple
+from functools import lru_cache
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from . import echo, indexing
 from .db import Tx
@@ -66,6 +66,27 @@ def native(value: Any) -> Any:
     return value.astimezone(dt.UTC) if isinstance(value, dt.datetime) else value
 
 
+_T = TypeVar("_T")
+
+
+class _once(Generic[_T]):  # noqa: N801 - used as a decorator, like the cached_property it stands for
+    """``functools.cached_property`` without its lock (Python 3.11 takes one at every
+    first read): the value is computed at the first read and kept in the instance,
+    which later reads find first. Ids are read once or twice per assertion, a build's
+    20,000 a company; computing one twice in racing threads is harmless."""
+
+    def __init__(self, compute: Callable[[Any], _T]):
+        self._compute = compute
+        self._name = compute.__name__
+        self.__doc__ = compute.__doc__
+
+    def __get__(self, instance: Any, owner: type | None = None) -> _T:
+        if instance is None:
+            return self  # type: ignore[return-value]
+        value = instance.__dict__[self._name] = self._compute(instance)
+        return value
+
+
 @dataclass(frozen=True)
 class KeySpec:
     """The identity of a fact key: everything but the value and the times."""
@@ -81,13 +102,13 @@ class KeySpec:
     def of(cls, scope: Scope, fact: FactIn) -> KeySpec:
         return cls(scope, fact.entity, fact.attribute, fact.unit, fact.definition, fact.period)
 
-    @cached_property  # a hash, asked for many times per assertion
+    @_once  # a hash, asked for many times per assertion
     def uid(self) -> str:
         return digest(
             self.scope.id, self.entity, self.attribute, self.unit, self.definition, self.period_text
         )
 
-    @cached_property
+    @_once
     def period_text(self) -> str:
         return self.period.text
 
@@ -118,7 +139,7 @@ class Assertion:
     value_num: float | None
     available_by: dt.datetime
 
-    @cached_property
+    @_once
     def idem(self) -> str:  # a time's part is its ISO text: given as text, the digest's shorter route
         return digest(self.key.uid, self.source_uid, self.value_type, self.value, self.available_by.isoformat())
 

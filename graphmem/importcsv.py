@@ -34,6 +34,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -52,12 +53,12 @@ class Layout:
     label: str
     header: tuple[str, ...]  # "name", "name:type", "uid:ID(Group)", ":START_ID(Group)" ...
 
-    @property
+    @cached_property
     def names(self) -> tuple[str, ...]:
         """The property (or id) name of each column, as rows give them."""
         return tuple(h.split(":")[0] or h for h in self.header)
 
-    @property
+    @cached_property
     def types(self) -> tuple[str, ...]:
         """The importer type of each column (``string`` when the header names none)."""
         return tuple(h.split(":", 1)[1] if ":" in h else "string" for h in self.header)

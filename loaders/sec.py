@@ -714,34 +714,37 @@ class CompanyFacts:
         recorded = recorded or {}
         for filing, when in self.plan:
             source = self.source(filing, when, shared)
-            rows, values, rerounded = self._values(filing)
-            digest = _digest(source, rows, values)
+            rows = list(self.spool.rows(filing.accession))
+            keys = [row.key for row in rows]  # a row's key is text made anew at each read: made once
+            values, rerounded = self._values(filing, rows, keys)
+            digest = _digest(source, keys, values)
+            duplicates = len(rows) - len(set(zip(keys, values, strict=True)))  # repeats of a key and value
             if recorded.get(filing.accession) == digest:
-                yield Batch(source, [], digest, len(rows), rerounded, _duplicates(rows, values), [], recorded=True)
+                yield Batch(source, [], digest, len(rows), rerounded, duplicates, [], recorded=True)
                 continue
             items, refused = self._facts(filing, source.id, rows, values)
-            yield Batch(source, items, digest, len(rows), rerounded, _duplicates(rows, values), refused)
+            yield Batch(source, items, digest, len(rows), rerounded, duplicates, refused)
 
-    def _values(self, filing: _Filing) -> tuple[list[Row], list[Decimal], int]:
-        """A filing's rows and their values, re-rounded ones replaced by the value they
-        re-round (and the re-rounding state moved past this filing)."""
-        rows = list(self.spool.rows(filing.accession))
+    def _values(self, filing: _Filing, rows: list[Row], keys: list[str]) -> tuple[list[Decimal], int]:
+        """A filing's values (of its ``rows``, whose keys are ``keys``), re-rounded ones
+        replaced by the value they re-round (and the re-rounding state moved past this
+        filing); how many were."""
         if not self.reround:
-            return rows, [r.value for r in rows], 0
-        current = self.spool.current({r.key for r in rows})
+            return [r.value for r in rows], 0
+        current = self.spool.current(set(keys))
         changed: dict[str, Decimal] = {}
         values: list[Decimal] = []
         rerounded = 0
-        for row in rows:
-            value, earlier = row.value, current.get(row.key)
+        for row, key in zip(rows, keys, strict=True):
+            value, earlier = row.value, current.get(key)
             if earlier is not None and rerounds(earlier, value, filing.precision(row.unit)):
                 value = earlier
                 rerounded += 1
             if earlier != value:
-                current[row.key] = changed[row.key] = value
+                current[key] = changed[key] = value
             values.append(value)
         self.spool.keep_current(changed)  # only what moved: the rest is in the spool already
-        return rows, values, rerounded
+        return values, rerounded
 
     def _facts(self, filing: _Filing, source_id: str, rows: list[Row], values: list[Decimal]
                ) -> tuple[list[FactIn], list[Quarantined]]:
@@ -764,17 +767,12 @@ class CompanyFacts:
         return items, refused
 
 
-def _duplicates(rows: list[Row], values: list[Decimal]) -> int:
-    """Rows of a filing that repeat an earlier row's key and value."""
-    return len(rows) - len({(r.key, v) for r, v in zip(rows, values, strict=True)})
-
-
-def _digest(source: Source, rows: list[Row], values: list[Decimal]) -> str:
-    """What a filing writes, as one hash: its source and every key and value."""
+def _digest(source: Source, keys: list[str], values: list[Decimal]) -> str:
+    """What a filing writes, as one hash: its source and every row's key and value."""
     h = hashlib.blake2b(digest_size=16)
     h.update(json.dumps([DIGEST_VERSION, source.model_dump(mode="json")], sort_keys=True).encode())
-    for row, value in zip(rows, values, strict=True):
-        h.update(f"{row.key}\x1e{value}\n".encode())
+    for key, value in zip(keys, values, strict=True):
+        h.update(f"{key}\x1e{value}\n".encode())
     return h.hexdigest()
 
 
