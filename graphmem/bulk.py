@@ -266,9 +266,10 @@ class Build:
         at = self._next()
         new = self._new_sources(scope, sources)
         named = [self._key(scope, fact) for fact in items]
-        known = self._prepared(scope, items, new)
+        entity_uids = sorted({facts.entity_uid(scope, entity) for entity in {fact.entity for fact in items}})
+        known = self._prepared(scope, items, new, entity_uids)
         assertions = facts._assertions(scope, items, [key for key, _ in named], known, 0)
-        self._check_open(scope, items)
+        self._check_open(entity_uids)
         recorded_at = at.isoformat()
         times = {t: t.isoformat() for t in {a.available_by for a in assertions}}
         self._db.executemany(
@@ -278,7 +279,6 @@ class Build:
         first, self._seq = self._seq, self._seq + len(assertions)
         self._hold([(first + n, *named[a.row][1], a.source_uid, a.idem, a.value_type, a.value, a.value_num,
                      times[a.available_by], recorded_at) for n, a in enumerate(assertions, 1)])
-        entity_uids = sorted({facts.entity_uid(scope, fact.entity) for fact in items})
         self._db.executemany("UPDATE entities SET facts = 1 WHERE uid = ?", [(uid,) for uid in entity_uids])
         self._marks(scope, marks, recorded_at)
         self._commit(scope, at)
@@ -353,19 +353,18 @@ class Build:
                 raise changed
         return list(new.values())
 
-    def _prepared(self, scope: Scope, items: list[FactIn], new: list[Source]) -> facts.Prepared:
-        """What ``write.prepare`` would return for these facts: their sources' times and
-        the entities missing from the scope."""
-        uids = sorted({facts.source_uid(scope, sid) for fact in items for sid in fact.sources})
+    def _prepared(self, scope: Scope, items: list[FactIn], new: list[Source], entity_uids: list[str]
+                  ) -> facts.Prepared:
+        """What ``write.prepare`` would return for these facts (about ``entity_uids``):
+        their sources' times and the entities missing from the scope."""
+        uids = sorted({facts.source_uid(scope, sid) for sid in {sid for fact in items for sid in fact.sources}})
         found = self._sources(uids) | {facts.source_uid(scope, s.id): s for s in new}
-        entity_uids = sorted({facts.entity_uid(scope, fact.entity) for fact in items})
         present = {uid for (uid,) in self._select("SELECT uid FROM entities WHERE uid IN ({})", entity_uids)}
         return facts.Prepared(
             sources={uid: facts.SourceState(s.available_by, False) for uid, s in found.items()},
             missing_entities=set(entity_uids) - present, revisions={})
 
-    def _check_open(self, scope: Scope, items: list[FactIn]) -> None:
-        entity_uids = sorted({facts.entity_uid(scope, fact.entity) for fact in items})
+    def _check_open(self, entity_uids: list[str]) -> None:
         for (entity_id,) in self._select("SELECT id FROM entities WHERE flushed = 1 AND uid IN ({})", entity_uids):
             raise InputError(f"entity {entity_id!r}", "its facts were already written (flushed); an offline build "
                              "takes each entity's facts before the next flush")
