@@ -479,6 +479,7 @@ class _KeyWriter:
         self._entities: dict[str, tuple[Scope, Entity]] = {}
         self._sources: dict[str, Source] = {}
         self._feeds: dict[str, _Feed] = {}  # by source uid (a source is of one scope)
+        self._publishers: dict[str, tuple[str, Authority]] = {}  # by source uid
         self._scopes: dict[str, str] = {}  # a scope's fields of a line, by scope id
         self._patterns: dict[tuple[str, str, str], str] = {}
 
@@ -515,19 +516,22 @@ class _KeyWriter:
             if row[_IDEM] in landed:
                 self._totals.unchanged += 1
                 continue
-            source = self._source(row[_SOURCE])
-            by = (source.publisher_id, source.authority)
+            by = self._by(row[_SOURCE])
             publisher = publisher or by
             if by != publisher or row[_AVAILABLE] < latest:
                 raise InputError(
                     f"{row[_ENTITY]} {row[_ATTRIBUTE]} [{row[_UNIT]}] {row[_PERIOD]}",
-                    f"source {source.id!r} ({by[0]}, {by[1].value}, available {row[_AVAILABLE]}) follows "
-                    f"evidence from {publisher[0]} ({publisher[1].value}) available {latest}: an offline build "
-                    "takes each key from one publisher at one authority, in order of availability")
+                    f"source {self._source(row[_SOURCE]).id!r} ({by[0]}, {by[1].value}, available "
+                    f"{row[_AVAILABLE]}) follows evidence from {publisher[0]} ({publisher[1].value}) available "
+                    f"{latest}: an offline build takes each key from one publisher at one authority, in order of "
+                    "availability")
             revision += 1
             landed.add(row[_IDEM])
-            same = next((v for v in versions if v.latest == latest
-                         and (v.value_type, v.value) == (row[_TYPE], row[_VALUE])), None)
+            same = None
+            for v in versions:  # the one with the row's value, if it survived to the key's latest evidence
+                if v.latest == latest and v.value == row[_VALUE] and v.value_type == row[_TYPE]:
+                    same = v
+                    break
             if same is None:
                 versions.append(_Version("fv_" + row[_IDEM], row[_TYPE], row[_VALUE], revision, row, row[_AVAILABLE]))
                 self._totals.created += 1
@@ -537,6 +541,14 @@ class _KeyWriter:
                 self._totals.evidence_added += 1
             latest = row[_AVAILABLE]
         return versions
+
+    def _by(self, source_uid: str) -> tuple[str, Authority]:
+        """The source's publisher and authority (what a key's evidence must share)."""
+        found = self._publishers.get(source_uid)
+        if found is None:
+            source = self._source(source_uid)
+            found = self._publishers[source_uid] = source.publisher_id, source.authority
+        return found
 
     def _feed(self, row: tuple[Any, ...]) -> _Feed:
         """The row's source's publisher and authority rank, as ``source.create`` stores

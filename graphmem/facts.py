@@ -314,36 +314,42 @@ def _assertions(scope: Scope, facts: Sequence[FactIn], keys: Sequence[KeySpec], 
     """Check sources and entities exist, fix each fact's available_by, expand per source.
 
     ``offset`` is the chunk's first row in the caller's batch, so errors name that row.
+    A chunk names few entities and sources for many facts: each is looked up once.
     """
     out: list[Assertion] = []
+    missing: dict[str, bool] = {}  # entity id -> not in scope (or erased)
+    sources: dict[str, tuple[str, SourceState | None]] = {}  # source id -> its uid and state
     for row, (fact, key) in enumerate(zip(facts, keys, strict=True)):
-        where = f"facts[{row + offset}]"
-        if entity_uid(scope, fact.entity) in known.missing_entities:
-            raise InputError(
-                f"{where}.entity", f"entity {fact.entity!r} not found in scope (or erased); put_entity first"
-            )
+        absent = missing.get(fact.entity)
+        if absent is None:
+            absent = missing[fact.entity] = entity_uid(scope, fact.entity) in known.missing_entities
+        if absent:
+            raise InputError(f"facts[{row + offset}].entity",
+                             f"entity {fact.entity!r} not found in scope (or erased); put_entity first")
         if not fact.sources:
-            raise InputError(f"{where}.sources", "a fact needs at least one source")
-        stamps = []
+            raise InputError(f"facts[{row + offset}].sources", "a fact needs at least one source")
+        public: dt.datetime | None = None  # when the last of its sources became public
         for sid in fact.sources:
-            stored = known.sources.get(source_uid(scope, sid))
+            found = sources.get(sid)
+            if found is None:
+                uid = source_uid(scope, sid)
+                found = sources[sid] = uid, known.sources.get(uid)
+            stored = found[1]
             if stored is None:
-                raise InputError(
-                    f"{where}.sources", f"source {sid!r} not recorded in scope {scope.id}"
-                )
+                raise InputError(f"facts[{row + offset}].sources", f"source {sid!r} not recorded in scope {scope.id}")
             if stored.erased:
-                raise InputError(f"{where}.sources", f"source {sid!r} was erased; it evidences nothing new")
-            stamps.append(stored.available_by)
-        available_by = fact.available_by or max(stamps)
-        if available_by < max(stamps):
-            raise InputError(
-                f"{where}.available_by",
-                f"{available_by.isoformat()} is before its source became public "
-                f"({max(stamps).isoformat()})",
-            )
+                raise InputError(f"facts[{row + offset}].sources",
+                                 f"source {sid!r} was erased; it evidences nothing new")
+            if public is None or stored.available_by > public:
+                public = stored.available_by
+        assert public is not None  # a fact has a source
+        available_by = fact.available_by or public
+        if available_by < public:
+            raise InputError(f"facts[{row + offset}].available_by",
+                             f"{available_by.isoformat()} is before its source became public ({public.isoformat()})")
         value_type, value, value_num = encode(fact.value)
-        for sid in dict.fromkeys(fact.sources):
-            out.append(Assertion(row, key, source_uid(scope, sid), value_type, value, value_num, available_by))
+        for sid in (fact.sources if len(fact.sources) == 1 else dict.fromkeys(fact.sources)):
+            out.append(Assertion(row, key, sources[sid][0], value_type, value, value_num, available_by))
     return out
 
 

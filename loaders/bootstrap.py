@@ -219,6 +219,11 @@ def _part(task: _Task, templates: Templates, prior: Publishers | None) -> _Part:
         build.close()
 
 
+def _ready() -> None:
+    """Nothing: submitted to start a process of the pool (a process imports graphmem
+    when it starts, about a second) while the first part is made here."""
+
+
 def _work(task: _Task) -> _Part | None:
     """A part in a process of its own; None when it needs a template not probed yet (the
     part is made again where the database is)."""
@@ -250,10 +255,12 @@ class _Parts:
                 yield self._take(task, self._here(task))
             return
         first = next(tasks)  # made here: it probes the templates the others will mostly need
-        yield self._take(first, self._here(first))
         window: deque[tuple[_Task, Future[_Part | None] | None]] = deque()
         pool = ProcessPoolExecutor(min(workers, len(companies)), mp_context=multiprocessing.get_context("spawn"))
         try:
+            for _ in range(min(workers, len(companies))):  # the processes start (and import) meanwhile
+                pool.submit(_ready)
+            yield self._take(first, self._here(first))
             for task in tasks:
                 window.append((task, self._submit(pool, task)))
                 if len(window) > 2 * workers:  # parts waiting to be taken: bounded

@@ -771,8 +771,7 @@ def _digest(source: Source, keys: list[str], values: list[Decimal]) -> str:
     """What a filing writes, as one hash: its source and every row's key and value."""
     h = hashlib.blake2b(digest_size=16)
     h.update(json.dumps([DIGEST_VERSION, source.model_dump(mode="json")], sort_keys=True).encode())
-    for key, value in zip(keys, values, strict=True):
-        h.update(f"{key}\x1e{value}\n".encode())
+    h.update("".join([f"{key}\x1e{value}\n" for key, value in zip(keys, values, strict=True)]).encode())
     return h.hexdigest()
 
 
