@@ -271,14 +271,13 @@ class Build:
         assertions = facts._assertions(scope, items, [key for key, _ in named], known, 0)
         self._check_open(entity_uids)
         recorded_at = at.isoformat()
-        times = {t: t.isoformat() for t in {a.available_by for a in assertions}}
         self._db.executemany(
             "INSERT INTO sources VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
             [(facts.source_uid(scope, s.id), scope.id, s.id, s.kind, s.authority.value, s.publisher_id, s.uri,
               s.title, json.dumps(s.meta, sort_keys=True), s.available_by.isoformat(), recorded_at) for s in new])
         first, self._seq = self._seq, self._seq + len(assertions)
         self._hold([(first + n, *named[a.row][1], a.source_uid, a.idem, a.value_type, a.value, a.value_num,
-                     times[a.available_by], recorded_at) for n, a in enumerate(assertions, 1)])
+                     a.available_iso, recorded_at) for n, a in enumerate(assertions, 1)])
         self._db.executemany("UPDATE entities SET facts = 1 WHERE uid = ?", [(uid,) for uid in entity_uids])
         self._marks(scope, marks, recorded_at)
         self._commit(scope, at)

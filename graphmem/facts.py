@@ -138,10 +138,15 @@ class Assertion:
     value: str
     value_num: float | None
     available_by: dt.datetime
+    available_text: str | None = None  # its ISO text, when the caller has it (a chunk's facts share a few times)
+
+    @property
+    def available_iso(self) -> str:
+        return self.available_text or self.available_by.isoformat()
 
     @_once
     def idem(self) -> str:  # a time's part is its ISO text: given as text, the digest's shorter route
-        return digest(self.key.uid, self.source_uid, self.value_type, self.value, self.available_by.isoformat())
+        return digest(self.key.uid, self.source_uid, self.value_type, self.value, self.available_iso)
 
     @property
     def version_id(self) -> str:
@@ -318,6 +323,7 @@ def _assertions(scope: Scope, facts: Sequence[FactIn], keys: Sequence[KeySpec], 
     """
     out: list[Assertion] = []
     missing: dict[str, bool] = {}  # entity id -> not in scope (or erased)
+    iso: dict[dt.datetime, str] = {}  # the chunk's available_by times as ISO text
     sources: dict[str, tuple[str, SourceState | None]] = {}  # source id -> its uid and state
     for row, (fact, key) in enumerate(zip(facts, keys, strict=True)):
         absent = missing.get(fact.entity)
@@ -348,8 +354,11 @@ def _assertions(scope: Scope, facts: Sequence[FactIn], keys: Sequence[KeySpec], 
             raise InputError(f"facts[{row + offset}].available_by",
                              f"{available_by.isoformat()} is before its source became public ({public.isoformat()})")
         value_type, value, value_num = encode(fact.value)
+        text = iso.get(available_by)
+        if text is None:
+            text = iso[available_by] = available_by.isoformat()
         for sid in (fact.sources if len(fact.sources) == 1 else dict.fromkeys(fact.sources)):
-            out.append(Assertion(row, key, sources[sid][0], value_type, value, value_num, available_by))
+            out.append(Assertion(row, key, sources[sid][0], value_type, value, value_num, available_by, text))
     return out
 
 

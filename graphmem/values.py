@@ -209,14 +209,18 @@ def digest(*parts: Any, prefix: str = "", size: int = 24) -> str:
 
 
 def _plain_text(parts: tuple[Any, ...]) -> str | None:
-    """The parts as JSON when all are text that JSON writes as itself (most digests):
-    joined, with no escaper called; else None. Checked before the join, which would put
-    quotes of its own between them."""
+    """The parts as JSON when all are text (most digests), else None: joined as they are
+    when none holds what JSON escapes (checked before the join, which puts quotes of its
+    own between them), else each through JSON's escaper."""
     try:
-        plain = bool(parts) and _ESCAPED.search("".join(parts)) is None
+        joined = "".join(parts)
     except TypeError:  # a part that is not text
         return None
-    return '["' + '","'.join(parts) + '"]' if plain else None
+    if not parts:
+        return None
+    if _ESCAPED.search(joined) is None:
+        return '["' + '","'.join(parts) + '"]'
+    return "[" + ",".join(map(encode_basestring, parts)) + "]"
 
 
 _ESCAPED = re.compile(r'[\x00-\x1f"\\]')  # what encode_basestring writes otherwise than as itself

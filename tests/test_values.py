@@ -46,15 +46,15 @@ def test_a_digest_of_text_alone_is_that_json_too(parts):
     assert digest(*parts) == reference(*parts)
 
 
-def test_plain_text_parts_take_the_joined_route():
-    """The shorter route is taken for what most ids are made of (it was not, once: the
-    check saw the quotes the join puts between the parts), and refused for a part JSON
-    escapes or one that is not text."""
+def test_text_parts_take_the_shorter_routes():
+    """Text alone, what ids are made of, is written without a call per part: joined when
+    no part needs escaping (it was not, once: the check saw the quotes the join puts
+    between the parts), else through JSON's escaper (a scope's id is JSON, quotes and
+    all); anything else is left to the general route."""
     parts = ("t:acme", "cik:0001318605", "us-gaap:Assets", "USD", "", "2015-12-31")
     assert _plain_text(parts) == json.dumps(parts, separators=(",", ":"))
-    assert _plain_text(("a", 'say "b"')) is None
-    assert _plain_text(("a", "b\\c")) is None
-    assert _plain_text(("a", "line\nbreak")) is None
+    for escaped in (("a", 'say "b"'), ("a", "b\\c"), ("a", "line\nbreak"), ('["t",[]]', "é")):
+        assert _plain_text(escaped) == json.dumps(escaped, separators=(",", ":"), ensure_ascii=False)
     assert _plain_text(("a", None)) is None
     assert _plain_text(()) is None
 
