@@ -479,7 +479,7 @@ class _KeyWriter:
         self._sources: dict[str, Source] = {}
         self._feeds: dict[str, _Feed] = {}  # by source uid (a source is of one scope)
         self._publishers: dict[str, tuple[str, Authority]] = {}  # by source uid
-        self._scopes: dict[str, str] = {}  # a scope's fields of a line, by scope id
+        self._scope_text: dict[str, str] = {}  # a scope's fields of a line, by scope id
         self._patterns: dict[tuple[str, str, str], str] = {}
 
     def key(self, rows: list[tuple[Any, ...]]) -> None:
@@ -563,9 +563,9 @@ class _KeyWriter:
 
     def _scope_fields(self, scope: Scope) -> str:
         """A scope's tenant and id fields of a line (its id is JSON: it has quotes to double)."""
-        found = self._scopes.get(scope.id)
+        found = self._scope_text.get(scope.id)
         if found is None:
-            found = self._scopes[scope.id] = f"{text(scope.tenant)},{text(scope.id)}"
+            found = self._scope_text[scope.id] = f"{text(scope.tenant)},{text(scope.id)}"
         return found
 
     def _version(self, scope: Scope, v: _Version, feed: _Feed) -> None:

@@ -110,9 +110,7 @@ class _File:
     def add(self, row: Sequence[Any]) -> None:
         if len(row) != len(self.layout.header):
             raise ValueError(f"{self.layout.file}: {len(row)} values for {len(self.layout.header)} columns")
-        self._pending.append(self._row(row))
-        if len(self._pending) >= _BATCH:
-            self.flush()
+        self.add_line(self._row(row))
 
     def flush(self) -> None:
         if not self._pending:
