@@ -198,7 +198,7 @@ def digest(*parts: Any, prefix: str = "", size: int = 24) -> str:
     directly, with the escaper ``json.dumps`` itself uses: the same bytes, a few times
     faster. Any other part takes ``json.dumps``.
     """
-    payload = _plain_text(parts)
+    payload = _text_json(parts)
     if payload is None:
         encoded = [encode_basestring(p) if type(p) is str else _json_part(p) for p in parts]  # text: no call
         if None in encoded:
@@ -208,7 +208,7 @@ def digest(*parts: Any, prefix: str = "", size: int = 24) -> str:
     return prefix + hashlib.sha256(payload.encode()).hexdigest()[:size]
 
 
-def _plain_text(parts: tuple[Any, ...]) -> str | None:
+def _text_json(parts: tuple[Any, ...]) -> str | None:
     """The parts as JSON when all are text (most digests), else None: joined as they are
     when none holds what JSON escapes (checked before the join, which puts quotes of its
     own between them), else each through JSON's escaper."""

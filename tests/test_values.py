@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from graphmem import Authority, InputError, Memory, Scope
-from graphmem.values import _plain_text, digest, epoch, from_micros, parse_time
+from graphmem.values import _text_json, digest, epoch, from_micros, parse_time
 
 
 def reference(*parts, prefix: str = "", size: int = 24) -> str:
@@ -52,11 +52,11 @@ def test_text_parts_take_the_shorter_routes():
     between the parts), else through JSON's escaper (a scope's id is JSON, quotes and
     all); anything else is left to the general route."""
     parts = ("t:acme", "cik:0001318605", "us-gaap:Assets", "USD", "", "2015-12-31")
-    assert _plain_text(parts) == json.dumps(parts, separators=(",", ":"))
+    assert _text_json(parts) == json.dumps(parts, separators=(",", ":"))
     for escaped in (("a", 'say "b"'), ("a", "b\\c"), ("a", "line\nbreak"), ('["t",[]]', "é")):
-        assert _plain_text(escaped) == json.dumps(escaped, separators=(",", ":"), ensure_ascii=False)
-    assert _plain_text(("a", None)) is None
-    assert _plain_text(()) is None
+        assert _text_json(escaped) == json.dumps(escaped, separators=(",", ":"), ensure_ascii=False)
+    assert _text_json(("a", None)) is None
+    assert _text_json(()) is None
 
 
 def test_a_known_assertion_keeps_its_ids():
