@@ -145,8 +145,8 @@ class Assertion:
         return self.available_text or self.available_by.isoformat()
 
     @_once
-    def idem(self) -> str:  # a time's part is its ISO text: given as text, the digest's shorter route
-        return digest(self.key.uid, self.source_uid, self.value_type, self.value, self.available_iso)
+    def idem(self) -> str:
+        return idempotency_key(self.key.uid, self.source_uid, self.value_type, self.value, self.available_iso)
 
     @property
     def version_id(self) -> str:
@@ -156,6 +156,12 @@ class Assertion:
     @property
     def value_hash(self) -> str:
         return digest(self.value_type, self.value)
+
+
+def idempotency_key(key_uid: str, source_uid: str, value_type: str, value: str, available_iso: str) -> str:
+    """An assertion's idempotency key: its fact key, source, encoded value and
+    available_by (a time's part is its ISO text: given as text, the digest's shorter route)."""
+    return digest(key_uid, source_uid, value_type, value, available_iso)
 
 
 @dataclass

@@ -315,6 +315,11 @@ class FactIn(_In):
         return values.typed(value)
 
 
+FactRow = tuple[str, str, Period, FactValue]
+"""A fact of one entity from one source (a filing), as ``Build.record_rows`` takes it:
+(attribute, unit, period, value), the FactIn's fields that differ from row to row."""
+
+
 class Require(_In):
     """Evidence a read insists on: a minimum authority and/or source kinds."""
 

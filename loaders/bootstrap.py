@@ -54,10 +54,10 @@ from typing import Any
 from graphmem.bulk import Build, Totals
 from graphmem.errors import InputError
 from graphmem.importcsv import GraphCsv, ImportInput
-from graphmem.models import Entity, FactIn, Scope, Source, SourceRecord, WriteReport
+from graphmem.models import Entity, Scope, Source, SourceRecord, WriteReport
 from graphmem.probe import Probed, Shape, Templates, Unprobed
 
-from . import edgar
+from . import edgar, sec
 from ._common import universe_progress
 from .quarantine import Quarantined, Sink
 from .spool import clean_stale
@@ -105,10 +105,10 @@ class Offline:
         self.build.flush()
         self.build.put_entity(scope, entity)
 
-    def write_filing(self, scope: Scope, source: Source, items: list[FactIn], where: str,
+    def write_filing(self, scope: Scope, source: Source, batch: sec.Batch, where: str,
                      mark: dict[str, Any]) -> WriteReport:
-        try:
-            return self.build.record(scope, sources=[source], items=items, marks=[mark])
+        try:  # the rows, not a FactIn each (Build.record_rows: the same checks)
+            return self.build.record_rows(scope, source, batch.entity, batch.facts, marks=[mark])
         except InputError as exc:  # named as _common.write_filing names it
             raise InputError(f"{where}: {exc.where}", exc.reason) from exc
 

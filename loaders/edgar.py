@@ -61,7 +61,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from graphmem.errors import InputError
 from graphmem.facts import scope_params, source_uid, to_source_record
 from graphmem.memory import Memory
-from graphmem.models import Entity, FactIn, Scope, Source, SourceRecord, WriteReport
+from graphmem.models import Entity, Scope, Source, SourceRecord, WriteReport
 from graphmem.values import digest
 
 from . import sec
@@ -140,9 +140,10 @@ class Store(Protocol):
 
     def put_entity(self, scope: Scope, entity: Entity) -> None: ...
 
-    def write_filing(self, scope: Scope, source: Source, items: list[FactIn], where: str,
+    def write_filing(self, scope: Scope, source: Source, batch: sec.Batch, where: str,
                      mark: dict[str, Any]) -> WriteReport:
-        """A filing, its facts and its load mark, in one transaction."""
+        """A filing (``source``, the batch's own or as recorded), its facts and its load
+        mark, in one transaction."""
 
     def settle(self, report: CompanyReport) -> CompanyReport:
         """The company's report once every filing is written (before its mark records it)."""
@@ -173,9 +174,9 @@ class Online:
     def put_entity(self, scope: Scope, entity: Entity) -> None:
         put_entity(self.mem, scope, entity)  # tickers and name kept when this load has none
 
-    def write_filing(self, scope: Scope, source: Source, items: list[FactIn], where: str,
+    def write_filing(self, scope: Scope, source: Source, batch: sec.Batch, where: str,
                      mark: dict[str, Any]) -> WriteReport:
-        return write_filing(self.mem, scope, source, items, where, mark)
+        return write_filing(self.mem, scope, source, batch.items, where, mark)
 
     def settle(self, report: CompanyReport) -> CompanyReport:
         return report  # each filing's counts came back with its write
@@ -274,7 +275,6 @@ def _write(store: Store, scope: Scope, facts: sec.CompanyFacts, report: CompanyR
         source = as_recorded(batch.source, earlier.get(source_uid(scope, batch.source.id)), report)
         report.add_rule(source.meta.get("available_by_rule", "as recorded"))
         report.rerounded += batch.rerounded
-        report.add_quarantined(batch.quarantined)
         if batch.recorded:
             report.filings_recorded += 1
         else:
@@ -282,9 +282,9 @@ def _write(store: Store, scope: Scope, facts: sec.CompanyFacts, report: CompanyR
             ident = _filing_mark(facts.entity.id, batch.source.meta["accession"])
             mark = {"uid": _mark_uid(scope, "filing", ident), "kind": "filing", "id": ident,
                     "digest": batch.digest, "report": None}
-            result = store.write_filing(scope, source, batch.items, where, mark)
+            result = store.write_filing(scope, source, batch, where, mark)
             report.sources_recorded += result.sources_recorded
-            report.assertions += len(batch.items) - batch.duplicates
+            report.assertions += len(batch.facts) - batch.duplicates
             report.duplicates += batch.duplicates
             report.versions_created += result.created
             report.evidence_added += result.evidence_added

@@ -14,7 +14,7 @@ became public, and for each filing a :class:`Batch` of what graphmem writes for 
   ``available_by`` from :mod:`graphmem.loaders.availability` and ``meta`` with
   ``available_by_rule``, ``form``, ``filed``, ``accession``, ``cik`` and, when used,
   the raw ``acceptanceDateTime``;
-* one :class:`FactIn` per row, keyed by (CIK, ``"taxonomy:concept"``, unit, period)
+* one fact per row, keyed by (CIK, ``"taxonomy:concept"``, unit, period)
   with the period from ``start``/``end`` only: ``fy``/``fp`` name the *filing's* focus
   and ``frame`` sits only on the last-filed row, so neither is point-in-time safe.
 
@@ -59,7 +59,7 @@ and it is what ``available_by`` takes.
 
 Memory. The file is streamed (``ijson``): each row is checked as it is read and kept on
 disk in a temporary SQLite spool grouped by accession (:mod:`.spool`), together with the
-one value per fact key the re-rounding rule compares against; FactIn objects are built
+one value per fact key the re-rounding rule compares against; a filing's facts are built
 for one accession at a time and dropped once written. Memory is flat in the size of the
 file: at any time Python holds one row being parsed and one filing's facts.
 
@@ -88,7 +88,7 @@ starts with no current values.
 Resuming. Each batch carries a digest of what it writes (its source's times and form,
 every key and value after re-rounding). :meth:`CompanyFacts.batches` is given the
 digests a previous load recorded per filing and marks the batches whose digest is
-unchanged as ``recorded``: their FactIns are never built, while the re-rounding state
+unchanged as ``recorded``: their facts are never built, while the re-rounding state
 still moves through them, so the filings after them come out exactly as in one clean
 load.
 """
@@ -104,15 +104,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import ijson
-from pydantic import ValidationError
 
 from graphmem import limits, values
 from graphmem.errors import InputError
-from graphmem.models import Authority, Entity, FactIn, Period, Source
+from graphmem.models import Authority, Entity, FactIn, FactRow, Period, Source
 
 from . import availability as av
 from . import longnumbers
@@ -650,21 +650,29 @@ def _check_units(seen: bool, keys: list[str | int], file: str) -> None:
 
 @dataclass
 class Batch:
-    """One filing as graphmem writes it: its source and facts (one transaction).
+    """One filing as graphmem writes it: its source and the entity's facts (one
+    transaction), as rows of ``Build.record_rows`` (attribute, unit, period, value) and,
+    built when asked for, as the FactIns ``Memory.record`` takes (``items``). Reading
+    checked each row against every bound a FactIn holds (the rows refused are in
+    :attr:`CompanyFacts.quarantined`), so none is refused.
 
     ``recorded``: a previous load recorded this filing with the same ``digest``, so
-    ``items`` was not built (empty). ``quarantined``: its rows that graphmem's models
-    refused (the rows refused while reading are in :attr:`CompanyFacts.quarantined`).
+    its facts were not built (empty).
     """
 
     source: Source
-    items: list[FactIn]
+    entity: str
+    facts: list[FactRow]
     digest: str
     rows: int
     rerounded: int
     duplicates: int
-    quarantined: list[Quarantined]
     recorded: bool = False
+
+    @cached_property
+    def items(self) -> list[FactIn]:
+        return [FactIn(entity=self.entity, attribute=attribute, unit=unit, period=period, value=value,
+                       sources=(self.source.id,)) for attribute, unit, period, value in self.facts]
 
 
 @dataclass
@@ -720,10 +728,9 @@ class CompanyFacts:
             digest = _digest(source, keys, values)
             duplicates = len(rows) - len(set(zip(keys, values, strict=True)))  # repeats of a key and value
             if recorded.get(filing.accession) == digest:
-                yield Batch(source, [], digest, len(rows), rerounded, duplicates, [], recorded=True)
+                yield Batch(source, self.entity.id, [], digest, len(rows), rerounded, duplicates, recorded=True)
                 continue
-            items, refused = self._facts(filing, source.id, rows, values)
-            yield Batch(source, items, digest, len(rows), rerounded, duplicates, refused)
+            yield Batch(source, self.entity.id, _facts(rows, values), digest, len(rows), rerounded, duplicates)
 
     def _values(self, filing: _Filing, rows: list[Row], keys: list[str]) -> tuple[list[Decimal], int]:
         """A filing's values (of its ``rows``, whose keys are ``keys``), re-rounded ones
@@ -746,25 +753,12 @@ class CompanyFacts:
         self.spool.keep_current(changed)  # only what moved: the rest is in the spool already
         return values, rerounded
 
-    def _facts(self, filing: _Filing, source_id: str, rows: list[Row], values: list[Decimal]
-               ) -> tuple[list[FactIn], list[Quarantined]]:
-        """The FactIns of a filing; a row whose FactIn graphmem refuses is quarantined."""
-        items: list[FactIn] = []
-        refused: list[Quarantined] = []
-        periods = _Periods()
-        for row, value in zip(rows, values, strict=True):
-            try:
-                items.append(FactIn(entity=self.entity.id, attribute=f"{row.taxonomy}:{row.concept}",
-                                    unit=row.unit, period=periods.of(row.start, row.end), value=value,
-                                    sources=(source_id,)))
-            except (ValidationError, InputError, ValueError) as exc:
-                record = Quarantined(file=self.file, attribute=f"{row.taxonomy}:{row.concept}", unit=row.unit,
-                                     row=row.index, accession=filing.accession, reason="out-of-bounds",
-                                     detail=_first_error(exc))
-                refused.append(record)
-                if self.sink is not None:
-                    self.sink(record)
-        return items, refused
+
+def _facts(rows: list[Row], values: list[Decimal]) -> list[FactRow]:
+    """A filing's facts: each row's attribute, unit, period and (re-rounded) value."""
+    periods = _Periods()
+    return [(f"{row.taxonomy}:{row.concept}", row.unit, periods.of(row.start, row.end), value)
+            for row, value in zip(rows, values, strict=True)]
 
 
 def _digest(source: Source, keys: list[str], values: list[Decimal]) -> str:
@@ -773,15 +767,6 @@ def _digest(source: Source, keys: list[str], values: list[Decimal]) -> str:
     h.update(json.dumps([DIGEST_VERSION, source.model_dump(mode="json")], sort_keys=True).encode())
     h.update("".join([f"{key}\x1e{value}\n" for key, value in zip(keys, values, strict=True)]).encode())
     return h.hexdigest()
-
-
-def _first_error(exc: Exception) -> str:
-    """One line for a refused FactIn: pydantic's first error, or the InputError itself."""
-    if isinstance(exc, ValidationError):
-        err = exc.errors()[0]
-        place = ".".join(str(p) for p in err.get("loc", ()))
-        return f"{place}: {err.get('msg')}" if place else str(err.get("msg"))
-    return str(exc).splitlines()[0]
 
 
 def read(companyfacts: str | Path | Document, submissions: Sequence[str | Path | Document] = (),
@@ -820,7 +805,7 @@ def reading(company: Company, *, ny_clock: bool | None = None, reround: bool = T
             for company in universe.select(found):
                 with sec.reading(company) as facts:
                     for batch in facts.batches():
-                        ...  # batch.source, batch.items; facts.quarantined, batch.quarantined
+                        ...  # batch.source, batch.items (or batch.facts); facts.quarantined
     """
     if company.facts is None:
         raise InputError(f"CIK {company.cik}", "no companyfacts file for this CIK in the inputs")
@@ -854,7 +839,7 @@ def load(mem: Any, scope: Any, companyfacts: str | Path | Document,
 
 class _Periods(dict[tuple[str | None, str], Period]):
     """One Period per (start, end) of a filing: its rows report a few periods for many
-    concepts, and a Period is immutable, so its FactIns share them."""
+    concepts, and a Period is immutable, so its facts share them."""
 
     def of(self, start: str | None, end: str) -> Period:
         period = self.get((start, end))

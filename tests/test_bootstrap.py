@@ -27,6 +27,7 @@ import zipfile
 from decimal import Decimal
 from pathlib import Path
 from types import SimpleNamespace
+from typing import NamedTuple
 
 import pytest
 from click.testing import CliRunner
@@ -42,7 +43,7 @@ from graphmem import server as srv
 from graphmem.bulk import Build
 from graphmem.cli import main
 from graphmem.errors import ServerError
-from graphmem.importcsv import FACT_KEY, GraphCsv
+from graphmem.importcsv import FACT_KEY, SOURCE, GraphCsv
 from graphmem.probe import ProbeError, Slot, Template, Templates, check_layouts
 from graphmem.schema import latest
 
@@ -111,8 +112,10 @@ def random_history(rng: random.Random):
     return entities, calls
 
 
-def replay(writer, scope: Scope, history) -> list:
-    """The history's calls on a Memory or a Build (the same calls, in the same order)."""
+def replay(writer, scope: Scope, history, rows: bool = False) -> list:
+    """The history's calls on a Memory or a Build (the same calls, in the same order);
+    with ``rows``, a Build takes each filing whose facts are one entity's from that
+    filing alone as rows (``Build.record_rows``, a loader's route)."""
     entities, calls = history
     for entity in entities:
         writer.put_entity(scope, entity)
@@ -120,6 +123,9 @@ def replay(writer, scope: Scope, history) -> list:
     for call in calls:
         if call[0] == "entity":
             writer.put_entity(scope, call[1])
+        elif rows and call[2] and all(f.sources == (call[1].id,) and f.entity == call[2][0].entity for f in call[2]):
+            reports.append(writer.record_rows(scope, call[1], call[2][0].entity,
+                                              [(f.attribute, f.unit, f.period, f.value) for f in call[2]]))
         else:
             reports.append(writer.record(scope, sources=[call[1]], items=call[2]))
     return reports
@@ -133,13 +139,13 @@ def templates(migrated):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(history=st.randoms(use_true_random=False).map(random_history))
-def test_a_build_writes_what_the_online_path_writes(mem, templates, tmp_path_factory, history):
+@given(history=st.randoms(use_true_random=False).map(random_history), rows=st.booleans())
+def test_a_build_writes_what_the_online_path_writes(mem, templates, tmp_path_factory, history, rows):
     scope = Scope(tenant=f"test-bulk-{uuid.uuid4().hex[:12]}")
     online = replay(mem, scope, history)
     sink = RowSink()
     build = Build(tmp_path_factory.mktemp("build"), sink, templates)
-    replay(build, scope, history)
+    replay(build, scope, history, rows)
     totals = build.finish()
     assert (totals.created, totals.evidence_added, totals.unchanged) == (
         sum(r.created for r in online), sum(r.evidence_added for r in online), sum(r.unchanged for r in online))
@@ -179,6 +185,61 @@ def test_a_build_refuses_what_the_online_path_refuses(tmp_path, templates):
         build.record(scope, items=[{"entity": "cik:1"}])
     with pytest.raises(InputError, match="entity: a graphmem.Entity is required"):
         build.put_entity(scope, "cik:2")
+
+
+def test_a_build_refuses_rows_as_their_factins_would_before_writing_any(tmp_path, templates):
+    sink, scope = RowSink(), Scope(tenant="t")
+    build = Build(tmp_path / "build", sink, templates)
+    year = Period(end=dt.date(2023, 12, 31))
+    good = ("us-gaap:Assets", "USD", year, Decimal("1"))
+    with pytest.raises(InputError, match="facts.0..entity: entity 'cik:1' not found"):
+        build.record_rows(scope, _source("s1", "cik:1", 0), "cik:1", [good])
+    build.put_entity(scope, Entity(id="cik:1"))
+    long_unit = "u" * 2049  # a FactIn's unit holds at most 2,048 bytes
+    for bad, where, why in [
+        ((*good[:3], 1.5), r"rows\[1\] FactIn.value", "floats are refused"),
+        (("us-gaap:Assets", long_unit, year, Decimal("1")), r"rows\[1\] FactIn.unit", "2,049 bytes"),
+        (("", "USD", year, Decimal("1")), r"rows\[1\] FactIn.attribute", "at least 1 character"),
+        ((*good[:3], Decimal("1E+400")), r"rows\[1\] FactIn.value", "magnitude"),
+        (good[:3], r"rows\[1\]", "an \\(attribute, unit, period, value\\) tuple is required"),
+    ]:
+        with pytest.raises(InputError, match=f"{where}: .*{why}"):
+            build.record_rows(scope, _source("s1", "cik:1", 0), "cik:1", [good, bad])
+    with pytest.raises(InputError, match=r"rows\[0\] FactIn.entity"):
+        build.record_rows(scope, _source("s1", "cik:1", 0), "", [good])
+    with pytest.raises(InputError, match="rows: a list of"):
+        build.record_rows(scope, _source("s1", "cik:1", 0), "cik:1", "us-gaap:Assets")
+    assert build.finish() == bulk.Totals()  # nothing of a refused call was kept: no key, no source
+    assert SOURCE not in sink.rows and FACT_KEY not in sink.rows
+
+
+def test_build_rows_are_converted_as_factins_convert_them(tmp_path, templates):
+    """A row of other types than a loader's (an int, a text value, a NamedTuple row) is
+    taken as its FactIn takes it: the same keys and values as ``record``'s."""
+    scope, year = Scope(tenant="t"), Period(end=dt.date(2023, 12, 31))
+    facts = [("us-gaap:Assets", "USD", year, 7), ("dei:Name", "", year, "Acme"),
+             _Row("x:Y", "USD", year, Decimal("2.50")), ("x:Y", "USD", Period(end=dt.date(2022, 12, 31)), True)]
+    dumps = []
+    for route in ("record", "rows"):
+        sink = RowSink()
+        build = Build(tmp_path / route, sink, templates, now=DAY0)
+        build.put_entity(scope, Entity(id="cik:1"))
+        if route == "record":
+            build.record(scope, sources=[_source("s1", "cik:1", 0)], items=[FactIn(
+                entity="cik:1", attribute=a, unit=u, period=p, value=v, sources=("s1",)) for a, u, p, v in facts])
+        else:
+            build.record_rows(scope, _source("s1", "cik:1", 0), "cik:1", facts)
+        build.finish()
+        dumps.append(sink.dump("t").ranked())
+    assert not dumps[0].differences(dumps[1]), dumps[0].differences(dumps[1])
+    assert len(dumps[0].nodes) == 1 + 1 + 4 * 2 + 1  # the entity, the source, a key and a version per fact, the clock
+
+
+class _Row(NamedTuple):
+    attribute: str
+    unit: str
+    period: Period
+    value: Decimal
 
 
 @pytest.mark.parametrize("second", [
