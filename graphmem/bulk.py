@@ -73,7 +73,7 @@ from .importcsv import (
 from .memory import entity_argument, record_args
 from .models import Authority, Entity, FactIn, FactRow, Period, Scope, Source, WriteReport, check_scope
 from .probe import Templates
-from .values import digest, encode, typed
+from .values import digest, encode_typed, typed
 
 
 class Sink(Protocol):
@@ -165,7 +165,8 @@ class Build:
         self._pending: list[tuple[Any, ...]] = []  # assertions since the last flush, unless on disk
         self._on_disk = False  # they outgrew PENDING_ROWS: they are in the spool's table
         self._seq = 0  # the order assertions were made in
-        self._keys: dict[tuple[Any, ...], tuple[facts.KeySpec, tuple[Any, ...]]] = {}  # Build._key
+        self._keys: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # Build._key
+        self._periods: dict[tuple[dt.date | None, dt.date], tuple[str, str | None, str]] = {}  # Build._key
         self._clocks: dict[str, str] = {}  # tenant -> its last recorded_at
         self._scopes: dict[str, Scope] = {}  # by scope id: a build names few
         self.totals = Totals()
@@ -268,13 +269,13 @@ class Build:
         sources, items = record_args(sources, items)
         at = self._next()
         new = self._new_sources(scope, sources)
-        named = [self._key(scope, f.entity, f.attribute, f.unit, f.definition, f.period) for f in items]
+        columns = [self._key(scope, f.entity, f.attribute, f.unit, f.definition, f.period) for f in items]
         entity_uids = sorted({facts.entity_uid(scope, entity) for entity in {fact.entity for fact in items}})
         known = self._prepared(scope, items, new, entity_uids)
-        assertions = facts._assertions(scope, items, [key for key, _ in named], known, 0)
+        assertions = facts._assertions(scope, items, [facts.KeySpec.of(scope, f) for f in items], known, 0)
         self._check_open(entity_uids)
         recorded_at, seq = at.isoformat(), self._seq
-        held = [(seq + n, *named[a.row][1], a.source_uid, a.idem, a.value_type, a.value, a.value_num, a.available_iso,
+        held = [(seq + n, *columns[a.row], a.source_uid, a.idem, a.value_type, a.value, a.value_num, a.available_iso,
                  recorded_at) for n, a in enumerate(assertions, 1)]
         self._recorded(scope, at, new, held, entity_uids, marks)
         return WriteReport(rows=len(items), sources_recorded=len(new), chunks=1)
@@ -301,18 +302,17 @@ class Build:
         at = self._next()
         new = self._new_sources(scope, [source])
         uids = [facts.entity_uid(scope, entity)]
-        key = self._key
-        first_key, _ = key(scope, entity, first.attribute, first.unit, "", first.period)
-        (assertion,) = facts._assertions(scope, [first], [first_key], self._prepared(scope, [first], new, uids), 0)
+        (assertion,) = facts._assertions(scope, [first], [facts.KeySpec.of(scope, first)],
+                                         self._prepared(scope, [first], new, uids), 0)
         self._check_open(uids)
         recorded_at, seq = at.isoformat(), self._seq
         source_uid, available = assertion.source_uid, assertion.available_iso
-        held = []
+        held, key = [], self._key
         for n, (attribute, unit, period, value) in enumerate(rows, 1):
-            spec, columns = key(scope, entity, attribute, unit, "", period)
-            value_type, value_text, number = encode(value)
+            columns = key(scope, entity, attribute, unit, "", period)
+            value_type, value_text, number = encode_typed(value)  # _checked: typed
             held.append((seq + n, *columns, source_uid,
-                         facts.idempotency_key(spec.uid, source_uid, value_type, value_text, available),
+                         facts.idempotency_key(columns[0], source_uid, value_type, value_text, available),
                          value_type, value_text, number, available, recorded_at))
         self._recorded(scope, at, new, held, uids, marks)
         return WriteReport(rows=len(rows), sources_recorded=len(new), chunks=1)
@@ -334,19 +334,22 @@ class Build:
         self._commit(scope, at)
 
     def _key(self, scope: Scope, entity: str, attribute: str, unit: str, definition: str, period: Period
-             ) -> tuple[facts.KeySpec, tuple[Any, ...]]:
-        """A fact's key, and its columns of a pending row (``_KEY`` to ``_END``): one
-        KeySpec per key since the last flush (at most PENDING_ROWS of them), so that a key
-        reported again (a filing repeats the year before) is not hashed again."""
+             ) -> tuple[Any, ...]:
+        """A fact's key as the columns of a pending row (``_KEY``, its uid, to ``_END``),
+        made once per key since the last flush (at most PENDING_ROWS of them), so that a
+        key reported again (a filing repeats the year before) is not hashed again; a
+        period's texts once per period."""
         memo = (scope.id, entity, attribute, unit, definition, period.start, period.end)
         found = self._keys.get(memo)
         if found is None:
             if len(self._keys) >= PENDING_ROWS:
                 self._keys.clear()
-            key = facts.KeySpec(scope, entity, attribute, unit, definition, period)
-            found = self._keys[memo] = key, (
-                key.uid, scope.id, facts.entity_uid(scope, entity), entity, attribute, unit, definition,
-                key.period_text, _date(period.start), period.end.isoformat())
+            texts = self._periods.get(memo[5:])
+            if texts is None:
+                texts = self._periods[memo[5:]] = _period_texts(period)
+            found = self._keys[memo] = (
+                facts.key_uid(scope, entity, attribute, unit, definition, texts[0]), scope.id,
+                facts.entity_uid(scope, entity), entity, attribute, unit, definition, *texts)
         return found
 
     def _hold(self, rows: list[tuple[Any, ...]]) -> None:
@@ -448,6 +451,7 @@ class Build:
         self._db.execute("DELETE FROM pending")
         self._pending.clear()
         self._keys.clear()
+        self._periods.clear()
         self._on_disk = False
         self.totals.add(totals)
         return totals
@@ -500,8 +504,10 @@ class Build:
         return self._sources([uid])[uid]
 
 
-def _date(day: dt.date | None) -> str | None:
-    return None if day is None else day.isoformat()
+def _period_texts(period: Period) -> tuple[str, str | None, str]:
+    """A period's text (``Period.text``) and its start's and end's ISO texts."""
+    start, end = None if period.start is None else period.start.isoformat(), period.end.isoformat()
+    return period.text, start, end
 
 
 def _source(row: Sequence[Any]) -> Source:
@@ -588,6 +594,8 @@ class _KeyWriter:
         self._publishers: dict[str, tuple[str, Authority]] = {}  # by source uid
         self._scope_text: dict[str, str] = {}  # a scope's fields of a line, by scope id
         self._patterns: dict[tuple[str, str, str], str] = {}
+        self._tokens: dict[tuple[str, str], str] = {}  # a scope_token field, by entity and source uid
+        self._tier_text: dict[tuple[int, int], str] = {}  # a tiers field, by versions and rank
 
     def key(self, rows: list[tuple[Any, ...]]) -> None:
         versions = self._decide(rows)
@@ -598,7 +606,7 @@ class _KeyWriter:
         # key with a long history"): one publisher at one authority, so one feed, every
         # version's top that authority's rank, nothing flagged; written_at is the last write.
         feed = self._feed(first)
-        tiers = "\x1f".join([str(len(versions)) if t == feed.rank else "0" for t in range(1, 5)])
+        tiers = self._tiers(len(versions), feed.rank)
         written_at = max(row[_RECORDED] for v in versions for row in (v.first, *v.evidence))
         # lines as importcsv writes them (uids, ISO dates and times are written as they are: no quote in them)
         key = first[_KEY]
@@ -668,6 +676,21 @@ class _KeyWriter:
                 rank, importcsv.field([f"{rank}{publisher}"], FACT_KEY, _FEEDS), f"{text(publisher)},{rank}")
         return found
 
+    def _tiers(self, versions: int, rank: int) -> str:
+        """A key's ``tiers`` field: its live versions at its feed's authority rank."""
+        found = self._tier_text.get((versions, rank))
+        if found is None:
+            found = self._tier_text[versions, rank] = "\x1f".join(
+                [str(versions) if t == rank else "0" for t in range(1, 5)])
+        return found
+
+    def _token(self, row: tuple[Any, ...]) -> str:
+        """The ``scope_token`` field of a version of the row's entity from its source."""
+        found = self._tokens.get((row[_ENTITY_UID], row[_SOURCE]))
+        if found is None:
+            found = self._tokens[row[_ENTITY_UID], row[_SOURCE]] = text(self._pattern("scope_token", row))
+        return found
+
     def _scope_fields(self, scope: Scope) -> str:
         """A scope's tenant and id fields of a line (its id is JSON: it has quotes to double)."""
         found = self._scope_text.get(scope.id)
@@ -684,8 +707,8 @@ class _KeyWriter:
         for row in v.evidence:
             search += self._pattern("append", row).format(row[_IDEM], row[_SOURCE], v.version_id)
         key, vid = first[_KEY], v.version_id
-        number = importcsv.field(first[_NUM], FACT, _VALUE_NUM)
-        token = text(self._pattern("scope_token", first))
+        number = "" if first[_NUM] is None else float.__repr__(first[_NUM])  # a float or None (encode)
+        token = self._token(first)
         self._sink.add_line(FACT, (
             f'"{vid}",{self._scope_fields(scope)},"{key}",{text(v.value)},{text(v.value_type)},{number},'
             f'"{value_hash}","{first[_END]}",{_date_field(first[_START])},"{first[_AVAILABLE]}",'
@@ -736,7 +759,6 @@ class _Feed(NamedTuple):
 
 
 _FEEDS = FACT_KEY.names.index("feeds")
-_VALUE_NUM = FACT.names.index("value_num")
 
 
 def _date_field(iso: str | None) -> str:

@@ -87,6 +87,12 @@ class _once(Generic[_T]):  # noqa: N801 - used as a decorator, like the cached_p
         return value
 
 
+def key_uid(scope: Scope, entity: str, attribute: str, unit: str, definition: str, period_text: str) -> str:
+    """A fact key's id: its scope, entity, attribute, unit, definition and period (as
+    ``Period.text``)."""
+    return digest(scope.id, entity, attribute, unit, definition, period_text)
+
+
 @dataclass(frozen=True)
 class KeySpec:
     """The identity of a fact key: everything but the value and the times."""
@@ -104,9 +110,7 @@ class KeySpec:
 
     @_once  # a hash, asked for many times per assertion
     def uid(self) -> str:
-        return digest(
-            self.scope.id, self.entity, self.attribute, self.unit, self.definition, self.period_text
-        )
+        return key_uid(self.scope, self.entity, self.attribute, self.unit, self.definition, self.period_text)
 
     @_once
     def period_text(self) -> str:

@@ -58,13 +58,21 @@ def typed(value: Any) -> Any:
 
 
 def encode(value: FactValue) -> tuple[str, str, float | None]:
-    """Return ``(type, canonical text, float copy for range queries)`` for a fact value."""
+    """Return ``(type, canonical text, float copy for range queries)`` for a fact value,
+    a decimal checked against graphmem's bounds first (one that bypassed FactIn's
+    validation: ``model_construct``)."""
+    if isinstance(value, Decimal):
+        problem = limits.decimal_problem(value) if value.is_finite() else "not finite"
+        if problem:
+            raise InputError("value", problem)
+    return encode_typed(value)
+
+
+def encode_typed(value: FactValue) -> tuple[str, str, float | None]:
+    """:func:`encode` of a value :func:`typed` took (a FactIn's): not checked again."""
     if isinstance(value, bool):
         return "boolean", "true" if value else "false", None
     if isinstance(value, Decimal):
-        problem = limits.decimal_problem(value) if value.is_finite() else "not finite"
-        if problem:  # a value that bypassed FactIn's validation (model_construct)
-            raise InputError("value", problem)
         if not value:  # a zero's exponent can be anything: 0E-100000000 is 0
             return "decimal", "0", 0.0
         # format(..., "f") is exact at any precision (normalize() would round to 28 digits).
