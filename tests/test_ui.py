@@ -310,6 +310,20 @@ def test_links_to_a_key_keep_the_pages_times(http):
         assert BEFORE in _text(http.get(link).text.split('id="value"')[1].split("</p>")[0])
 
 
+def test_links_to_a_filing_keep_the_pages_known_at(http, world):
+    """A filing's page (its impact) opened from a key's answer or a search's hit is read
+    as recorded by the known_at they answered at, not as of now (the key's table of
+    every version, recorded at any time, links them as of now)."""
+    at = "2099-01-01T00:00:00Z"
+    key = http.get(KEY + f"&cutoff=2016-05-11&known_at={at}").text
+    answer = key.split("<p>filings: ")[1].split("</p>")[0]
+    found = http.get("/", params={"q": "Tesla us-gaap:Assets", "type": "fact", "known_at": at}).text
+    by_id = http.get("/", params={"q": RESTATED_IN, "known_at": at}).text
+    for html in (answer, found, by_id):
+        links = [x.replace("&amp;", "&") for x in re.findall(r'href="(/source\?[^"]+)"', html)]
+        assert links and all("known_at=2099-01-01T00%3A00%3A00Z" in x for x in links), links
+
+
 def test_panel_headers_tell_two_cutoffs_of_one_day_apart(http):
     page = http.get("/panel", params={"attribute": ASSETS, "frames": "CY2015Q4I",
                                       "cutoffs": "2016-05-10T12:00:00Z,2016-05-10"})
