@@ -242,6 +242,14 @@ def test_a_bad_range_is_refused_naming_its_option():
     with pytest.raises(InputError) as info:
         panel_cli.frames("CY2024..CY2019")
     assert "FROM CY2024 is after TO CY2019" in info.value.reason
+    with pytest.raises(InputError) as info:  # a range that holds no cutoff says so, not "empty"
+        panel_cli.cutoffs("2024-01-05..2024-01-20:monthly")
+    assert (info.value.where, info.value.reason) == (
+        "--cutoffs", "'2024-01-05..2024-01-20:monthly': no monthly month end from 2024-01-05 to 2024-01-20 "
+                     "(a step's cutoffs are the last days of its months: every month)")
+    with pytest.raises(InputError, match="no quarterly month end from 2024-04-01 to 2024-06-29 .*June"):
+        panel_cli.cutoffs("2024-04-01..2024-06-29:quarterly")
+    assert len(panel_cli.cutoffs("2024-04-01..2024-06-30:quarterly")) == 1
     with pytest.raises(InputError) as info:
         panel_cli.cutoffs("2024-12-31..2019-03-31:quarterly")
     assert (info.value.where, info.value.reason) == ("--cutoffs", "'2024-12-31..2019-03-31:quarterly': FROM "

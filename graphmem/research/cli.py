@@ -32,6 +32,7 @@ from . import lineitems
 from .panel import LATEST, Panel
 
 _STEPS = {"monthly": 1, "quarterly": 3, "yearly": 12}
+_MONTHS = {"monthly": "every month", "quarterly": "March, June, September, December", "yearly": "December"}
 _RANGE = re.compile(r"(?P<from>\d{4}-\d{2}-\d{2})\.\.(?P<to>\d{4}-\d{2}-\d{2}):(?P<step>\w+)")
 _FRAME = re.compile(r"CY(\d{4})(?:Q([1-4]))?(I?)", re.IGNORECASE)
 
@@ -75,6 +76,9 @@ def cutoffs(text: str, name: str = "--cutoffs", *, files: bool = True) -> list[d
         day = _month_end(n // 12, n % 12 + 1)
         if first <= day <= last and (n % 12 + 1) % _STEPS[match["step"]] == 0:
             out.append(dt.datetime.combine(day, dt.time.max, dt.UTC))
+    if not out:  # else the panel would say only that it has no cutoff
+        raise InputError(name, f"{text.strip()!r}: no {match['step']} month end from {first} to {last} "
+                               f"(a step's cutoffs are the last days of its months: {_MONTHS[match['step']]})")
     return out
 
 
